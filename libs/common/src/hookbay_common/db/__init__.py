@@ -1,0 +1,25 @@
+"""MongoDB access: the client, the index migration and one repository per collection.
+
+Every query hookbay runs lives in a repository here. Queries stay inside what both MongoDB and
+FerretDB support: no transactions, change streams, TTL indexes, ``$facet`` or ``$lookup``.
+"""
+
+from hookbay_common.db.client import Collections, Database, connect, database, migrate
+from hookbay_common.db.events import AttemptRepository, EventCursor, EventRepository
+from hookbay_common.db.tokens import TokenRepository
+from hookbay_common.db.users import UserRepository
+from hookbay_common.db.webhooks import WebhookRepository
+
+__all__ = [
+    "AttemptRepository",
+    "Collections",
+    "Database",
+    "EventCursor",
+    "EventRepository",
+    "TokenRepository",
+    "UserRepository",
+    "WebhookRepository",
+    "connect",
+    "database",
+    "migrate",
+]

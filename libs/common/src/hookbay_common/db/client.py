@@ -1,0 +1,78 @@
+"""Opening the database and the idempotent index migration."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+
+Database = AsyncDatabase[dict[str, Any]]
+
+
+class Collections:
+    USERS: Final = "users"
+    WEBHOOKS: Final = "webhooks"
+    EVENTS: Final = "events"
+    ATTEMPTS: Final = "attempts"
+    API_TOKENS: Final = "api_tokens"
+
+
+INDEXES: Final[dict[str, list[IndexModel]]] = {
+    Collections.WEBHOOKS: [
+        IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
+    ],
+    Collections.API_TOKENS: [
+        IndexModel([("token_hash", ASCENDING)], unique=True, name="token_hash"),
+        IndexModel([("username", ASCENDING)], name="owner"),
+    ],
+    Collections.EVENTS: [
+        IndexModel([("request_id", ASCENDING)], unique=True, name="request_id"),
+        IndexModel(
+            [("webhook_id", ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)],
+            name="webhook_created",
+        ),
+        IndexModel(
+            [
+                ("webhook_id", ASCENDING),
+                ("status", ASCENDING),
+                ("created_at", DESCENDING),
+                ("_id", DESCENDING),
+            ],
+            name="webhook_status_created",
+        ),
+        IndexModel([("username", ASCENDING), ("created_at", ASCENDING)], name="owner_created"),
+    ],
+    Collections.ATTEMPTS: [
+        IndexModel([("event_id", ASCENDING), ("started_at", ASCENDING)], name="event_started"),
+    ],
+}
+
+
+def connect(mongo_url: str, *, timeout_ms: int = 5000) -> AsyncMongoClient[dict[str, Any]]:
+    """A client for ``mongo_url``; connects lazily. Datetimes come back timezone-aware (UTC)."""
+    return AsyncMongoClient(
+        mongo_url,
+        tz_aware=True,
+        serverSelectionTimeoutMS=timeout_ms,
+        connectTimeoutMS=timeout_ms,
+        appname="hookbay",
+    )
+
+
+def database(client: AsyncMongoClient[dict[str, Any]]) -> Database:
+    """The database named in the URL's path, ``hookbay`` when it names none."""
+    return client.get_default_database(default="hookbay")
+
+
+async def migrate(db: Database) -> None:
+    """Create every collection's missing indexes; safe to run any number of times, concurrently too.
+
+    One index per ``createIndexes`` call: FerretDB v1.24 drops the connection (a server-side panic)
+    when one call names several indexes that already exist.
+    """
+    for collection, indexes in INDEXES.items():
+        existing = {info["name"] async for info in await db[collection].list_indexes()}
+        for index in indexes:
+            if index.document["name"] not in existing:
+                await db[collection].create_indexes([index])

@@ -1,0 +1,43 @@
+"""The ``api_tokens`` collection: personal API tokens, stored as SHA-256 digests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookbay_common.clock import utcnow
+from hookbay_common.db.client import Collections, Database
+from hookbay_common.errors import TokenNotFound
+from hookbay_common.models import ApiToken
+from hookbay_common.secrets_box import hash_api_token
+
+
+def _from_document(doc: dict[str, Any]) -> ApiToken:
+    doc = dict(doc)
+    doc["id"] = doc.pop("_id")
+    return ApiToken.model_validate(doc)
+
+
+class TokenRepository:
+    def __init__(self, db: Database) -> None:
+        self._tokens = db[Collections.API_TOKENS]
+
+    async def create(self, token: ApiToken) -> ApiToken:
+        doc = token.model_dump(mode="python", exclude={"id"})
+        await self._tokens.insert_one({"_id": token.id, **doc})
+        return token
+
+    async def find_by_token(self, token: str) -> ApiToken | None:
+        """The token record matching a presented token, and mark it used."""
+        doc = await self._tokens.find_one_and_update(
+            {"token_hash": hash_api_token(token)}, {"$set": {"last_used_at": utcnow()}}
+        )
+        return _from_document(doc) if doc else None
+
+    async def list_for_owner(self, username: str) -> list[ApiToken]:
+        cursor = self._tokens.find({"username": username}).sort("created_at", 1)
+        return [_from_document(doc) async for doc in cursor]
+
+    async def delete(self, username: str, token_id: str) -> None:
+        result = await self._tokens.delete_one({"_id": token_id, "username": username})
+        if result.deleted_count == 0:
+            raise TokenNotFound(token_id)

@@ -1,0 +1,99 @@
+"""The ``webhooks`` collection; secrets are sealed with ``SecretBox`` before they are stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import SecretStr
+from pymongo import ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from hookbay_common.clock import utcnow
+from hookbay_common.db.client import Collections, Database
+from hookbay_common.errors import WebhookAlreadyExists, WebhookNotFound
+from hookbay_common.models import Webhook
+from hookbay_common.secrets_box import SecretBox
+
+_UNSET: Any = object()
+
+
+class WebhookRepository:
+    def __init__(self, db: Database, box: SecretBox) -> None:
+        self._webhooks = db[Collections.WEBHOOKS]
+        self._box = box
+
+    def _to_document(self, webhook: Webhook) -> dict[str, Any]:
+        doc = webhook.model_dump(mode="python", exclude={"id", "secret"})
+        doc["_id"] = webhook.id
+        doc["secret"] = self._seal(webhook.secret)
+        return doc
+
+    def _seal(self, secret: SecretStr | None) -> str | None:
+        return self._box.seal(secret.get_secret_value()) if secret else None
+
+    def _from_document(self, doc: dict[str, Any]) -> Webhook:
+        doc = dict(doc)
+        doc["id"] = doc.pop("_id")
+        sealed = doc.pop("secret", None)
+        doc["secret"] = SecretStr(self._box.open(sealed)) if sealed else None
+        return Webhook.model_validate(doc)
+
+    async def create(self, webhook: Webhook) -> Webhook:
+        """Insert ``webhook``; ``WebhookAlreadyExists`` when its owner already uses the name."""
+        try:
+            await self._webhooks.insert_one(self._to_document(webhook))
+        except DuplicateKeyError:
+            raise WebhookAlreadyExists(webhook.username, webhook.name) from None
+        return webhook
+
+    async def get(self, username: str, name: str) -> Webhook | None:
+        doc = await self._webhooks.find_one({"username": username, "name": name})
+        return self._from_document(doc) if doc else None
+
+    async def require(self, username: str, name: str) -> Webhook:
+        webhook = await self.get(username, name)
+        if webhook is None:
+            raise WebhookNotFound(username, name)
+        return webhook
+
+    async def get_by_id(self, webhook_id: str) -> Webhook | None:
+        doc = await self._webhooks.find_one({"_id": webhook_id})
+        return self._from_document(doc) if doc else None
+
+    async def list_for_owner(self, username: str) -> list[Webhook]:
+        cursor = self._webhooks.find({"username": username}).sort("name", 1)
+        return [self._from_document(doc) async for doc in cursor]
+
+    async def list_all(self) -> list[Webhook]:
+        return [self._from_document(doc) async for doc in self._webhooks.find({})]
+
+    async def update(
+        self,
+        username: str,
+        name: str,
+        *,
+        secret: SecretStr | None = _UNSET,
+        forward_url: str | None = _UNSET,
+        active: bool | None = None,
+    ) -> Webhook:
+        """Change the named fields; ``None`` for ``secret``/``forward_url`` removes them."""
+        changes: dict[str, Any] = {"updated_at": utcnow()}
+        if secret is not _UNSET:
+            changes["secret"] = self._seal(secret)
+        if forward_url is not _UNSET:
+            changes["forward_url"] = forward_url
+        if active is not None:
+            changes["active"] = active
+        doc = await self._webhooks.find_one_and_update(
+            {"username": username, "name": name},
+            {"$set": changes},
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is None:
+            raise WebhookNotFound(username, name)
+        return self._from_document(doc)
+
+    async def delete(self, username: str, name: str) -> None:
+        result = await self._webhooks.delete_one({"username": username, "name": name})
+        if result.deleted_count == 0:
+            raise WebhookNotFound(username, name)

@@ -1,0 +1,63 @@
+"""Kafka clients configured the way every hookbay process needs them, and topic creation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+
+from hookbay_common.topics import MAX_MESSAGE_BYTES, TOPICS, TopicSpec
+
+
+def create_producer(bootstrap: str, *, client_id: str = "hookbay") -> AIOKafkaProducer:
+    """An idempotent producer that waits for every in-sync replica (acks=all)."""
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        client_id=client_id,
+        acks="all",
+        enable_idempotence=True,
+        max_request_size=MAX_MESSAGE_BYTES,
+        linger_ms=0,
+        request_timeout_ms=10_000,
+    )
+
+
+def create_consumer(
+    bootstrap: str, *topics: str, group_id: str, client_id: str = "hookbay"
+) -> AIOKafkaConsumer:
+    """A group consumer with manual commits, able to fetch the largest allowed message."""
+    return AIOKafkaConsumer(
+        *topics,
+        bootstrap_servers=bootstrap,
+        client_id=client_id,
+        group_id=group_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_bytes=4 * MAX_MESSAGE_BYTES,
+        max_partition_fetch_bytes=MAX_MESSAGE_BYTES,
+        isolation_level="read_committed",
+    )
+
+
+async def ensure_topics(
+    bootstrap: str, *, partitions: int, specs: Iterable[TopicSpec] = TOPICS, replication: int = 1
+) -> list[str]:
+    """Create the topics that do not exist yet; return the names created. Idempotent, and safe
+    when several processes start at once (the broker answers "already exists" to all but one)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="hookbay-admin")
+    await admin.start()
+    try:
+        new = [NewTopic(s.name, partitions, replication, topic_configs=s.config) for s in specs]
+        response = await admin.create_topics(new)
+    finally:
+        await admin.close()
+    created = []
+    for name, code, *rest in response.topic_errors:
+        if code == 0:
+            created.append(name)
+        elif code != TopicAlreadyExistsError.errno:
+            message = rest[0] if rest else ""
+            raise KafkaError(f"cannot create topic {name}: error {code} {message}")
+    return created

@@ -1,0 +1,134 @@
+"""The records hookbay keeps: users, webhooks, API tokens, events and delivery attempts.
+
+These are storage- and transport-neutral; ``hookbay_common.db`` maps them to MongoDB documents and
+``hookbay_common.wire`` to Kafka messages.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+
+class Role(StrEnum):
+    USER = "user"
+    ADMIN = "admin"
+
+
+class EventStatus(StrEnum):
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+class RejectedReason(StrEnum):
+    INVALID_SIGNATURE = "invalid_signature"
+
+
+class AttemptTrigger(StrEnum):
+    INITIAL = "initial"
+    RETRY = "retry"
+    REPLAY = "replay"
+
+
+class BodyEncoding(StrEnum):
+    UTF8 = "utf8"
+    BASE64 = "base64"
+
+
+def body_to_text(body: bytes) -> tuple[str, BodyEncoding]:
+    """The body as text: UTF-8 when it is valid UTF-8, else base64."""
+    try:
+        return body.decode("utf-8"), BodyEncoding.UTF8
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), BodyEncoding.BASE64
+
+
+def body_from_text(text: str, encoding: BodyEncoding) -> bytes:
+    if encoding is BodyEncoding.BASE64:
+        return base64.b64decode(text)
+    return text.encode("utf-8")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class User(_Record):
+    username: str
+    plan: str
+    role: Role = Role.USER
+    password_hash: str | None = Field(default=None, repr=False)
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role is Role.ADMIN
+
+
+class Webhook(_Record):
+    """A receiving URL ``/w/{username}/{name}``. ``secret`` is plaintext in memory only."""
+
+    id: str
+    username: str
+    name: str
+    secret: SecretStr | None = None
+    forward_url: str | None = None
+    active: bool = True
+    created_at: datetime
+    updated_at: datetime
+
+
+class ApiToken(_Record):
+    """A personal API token; only the SHA-256 of the token is stored."""
+
+    id: str
+    username: str
+    name: str
+    token_hash: str = Field(repr=False)
+    created_at: datetime
+    last_used_at: datetime | None = None
+
+
+class Event(_Record):
+    """One captured request. ``body`` holds the exact bytes received."""
+
+    id: str
+    request_id: str
+    webhook_id: str
+    username: str
+    webhook_name: str
+    client_ip: str
+    request_headers: dict[str, str]
+    body: bytes = Field(repr=False)
+    content_type: str | None = None
+    signature_valid: bool | None = None
+    status: EventStatus = EventStatus.PENDING
+    rejected_reason: RejectedReason | None = None
+    created_at: datetime
+
+
+class Attempt(_Record):
+    """One forward attempt of an event; attempts of one chain share ``chain_id``."""
+
+    id: str
+    event_id: str
+    username: str
+    webhook_id: str
+    chain_id: str
+    number: int = Field(ge=1)
+    trigger: AttemptTrigger
+    url: str
+    started_at: datetime
+    status_code: int | None = None
+    response_headers: dict[str, str] = Field(default_factory=dict)
+    response_body: bytes = Field(default=b"", repr=False)
+    response_body_truncated: bool = False
+    latency_ms: float | None = None
+    error: str | None = None
+    will_retry: bool = False
+    next_retry_at: datetime | None = None

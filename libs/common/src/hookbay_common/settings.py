@@ -1,0 +1,96 @@
+"""Typed settings, read once at start-up from ``HOOKBAY_*`` environment variables and passed in."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+DEFAULT_RETRY_SCHEDULE = (0.0, 10.0, 60.0, 600.0, 3600.0, 21600.0)
+_PLACEHOLDER_SECRETS = {"changethis", "changeme", "secret", "please-change-me"}
+_DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h)?$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``"250ms"``, ``"10s"``, ``"1m"``, ``"6h"`` or a bare number of seconds."""
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 0, 500ms, 10s, 1m, 6h)")
+    return float(match["n"]) * _UNIT_SECONDS[match["unit"]]
+
+
+def _split(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part for part in (p.strip() for p in value.split(",")) if part]
+    return value
+
+
+class Settings(BaseSettings):
+    """Every setting hookbay reads. Invalid values stop start-up with a message naming the variable."""
+
+    model_config = SettingsConfigDict(env_prefix="HOOKBAY_", extra="ignore", frozen=True)
+
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    kafka_partitions: int = Field(default=6, ge=1, le=1024)
+    mongo_url: str = "mongodb://127.0.0.1:27017/hookbay"
+    redis_url: str | None = None
+    plans_file: Path | None = None
+    retry_schedule: Annotated[tuple[float, ...], NoDecode] = DEFAULT_RETRY_SCHEDULE
+    forward_timeout: float = Field(default=10.0, gt=0, le=300)
+    max_body_bytes: int = Field(default=4_500_000, ge=1, le=6_000_000)
+    allow_private_destinations: bool = False
+    trusted_proxies: Annotated[tuple[IPNetwork, ...], NoDecode] = ()
+    secret_key: SecretStr
+    public_url: str = "http://127.0.0.1:8080"
+    log_level: str = "INFO"
+
+    @field_validator("retry_schedule", mode="before")
+    @classmethod
+    def _parse_schedule(cls, value: Any) -> Any:
+        value = _split(value)
+        if isinstance(value, list | tuple):
+            parsed = tuple(parse_duration(str(v)) for v in value)
+            if not parsed:
+                raise ValueError("the retry schedule needs at least one entry (the first attempt)")
+            return parsed
+        return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _parse_proxies(cls, value: Any) -> Any:
+        value = _split(value)
+        if isinstance(value, list | tuple):
+            return tuple(ipaddress.ip_network(str(v), strict=False) for v in value)
+        return value
+
+    @field_validator("secret_key")
+    @classmethod
+    def _refuse_weak_secret(cls, value: SecretStr) -> SecretStr:
+        raw = value.get_secret_value()
+        if raw.lower() in _PLACEHOLDER_SECRETS:
+            raise ValueError("is a placeholder; generate one, e.g. `openssl rand -hex 32`")
+        if len(raw) < 32:
+            raise ValueError("must be at least 32 characters (e.g. `openssl rand -hex 32`)")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR")
+        return level
+
+    @field_validator("mongo_url")
+    @classmethod
+    def _mongo_scheme(cls, value: str) -> str:
+        if not value.startswith(("mongodb://", "mongodb+srv://")):
+            raise ValueError("must start with mongodb:// or mongodb+srv://")
+        return value

@@ -1,0 +1,1 @@
+"""hookbay dashboard API and owner commands."""

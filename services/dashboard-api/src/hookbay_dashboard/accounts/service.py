@@ -1,0 +1,86 @@
+"""Users, plans and personal API tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+
+from hookbay_common.clock import utcnow
+from hookbay_common.db import TokenRepository, UserRepository
+from hookbay_common.errors import InvalidRequest
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.models import ApiToken, Role, User
+from hookbay_common.names import check_username
+from hookbay_common.plans import PlanBook
+from hookbay_common.secrets_box import hash_api_token, new_api_token
+
+MIN_PASSWORD_LENGTH = 8
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token record plus the token itself, which is shown once and never stored."""
+
+    record: ApiToken
+    token: str
+
+
+class AccountService:
+    def __init__(
+        self,
+        users: UserRepository,
+        tokens: TokenRepository,
+        plans: PlanBook,
+        hasher: PasswordHasher | None = None,
+    ) -> None:
+        self._users = users
+        self._tokens = tokens
+        self._plans = plans
+        self._hasher = hasher or PasswordHasher()  # argon2id with the library's current defaults
+
+    async def create_user(
+        self,
+        username: str,
+        *,
+        plan: str | None = None,
+        admin: bool = False,
+        password: str | None = None,
+    ) -> tuple[User, IssuedToken]:
+        """Create a user and its first API token. Validates name, plan and password first."""
+        check_username(username)
+        plan_name = self._plans.get(plan or self._plans.default).name
+        password_hash = self._hash_password(password) if password is not None else None
+        now = utcnow()
+        user = await self._users.create(
+            User(
+                username=username,
+                plan=plan_name,
+                role=Role.ADMIN if admin else Role.USER,
+                password_hash=password_hash,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        return user, await self.create_token(username, name="initial")
+
+    async def set_plan(self, username: str, plan: str) -> User:
+        return await self._users.update(username, plan=self._plans.get(plan).name)
+
+    async def create_token(self, username: str, *, name: str = "cli") -> IssuedToken:
+        await self._users.require(username)
+        token = new_api_token()
+        record = ApiToken(
+            id=new_id(IdPrefix.TOKEN),
+            username=username,
+            name=name,
+            token_hash=hash_api_token(token),
+            created_at=utcnow(),
+        )
+        await self._tokens.create(record)
+        return IssuedToken(record, token)
+
+    def _hash_password(self, password: str) -> str:
+        if len(password) < MIN_PASSWORD_LENGTH:
+            raise InvalidRequest(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+        return self._hasher.hash(password)

@@ -1,0 +1,256 @@
+"""``hookbay user|token|webhook ...``: owner administration from the command line.
+
+Registered under the ``hookbay.commands`` entry-point group; the ``hookbay`` shell in
+``hookbay_common.cli`` loads them. Each command is a thin adapter over the services.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+
+from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
+from hookbay_common.db import TokenRepository, UserRepository, WebhookRepository
+from hookbay_common.errors import InvalidRequest
+from hookbay_common.models import User, Webhook
+from hookbay_dashboard.accounts.service import AccountService, IssuedToken
+from hookbay_dashboard.webhooks.service import UNCHANGED, WebhookService
+
+SECRET_MASK = "********"  # noqa: S105 - what a set secret reads as
+
+
+def _accounts(rt: Runtime) -> AccountService:
+    return AccountService(UserRepository(rt.db), TokenRepository(rt.db), rt.plans)
+
+
+def _webhooks(rt: Runtime) -> WebhookService:
+    return WebhookService(
+        WebhookRepository(rt.db, rt.box),
+        UserRepository(rt.db),
+        allow_private=rt.settings.allow_private_destinations,
+    )
+
+
+def user_view(user: User) -> dict[str, Any]:
+    return {
+        "username": user.username,
+        "plan": user.plan,
+        "role": user.role.value,
+        "has_password": user.password_hash is not None,
+        "created_at": user.created_at,
+    }
+
+
+def webhook_view(webhook: Webhook, public_url: str) -> dict[str, Any]:
+    return {
+        "id": webhook.id,
+        "username": webhook.username,
+        "name": webhook.name,
+        "url": f"{public_url.rstrip('/')}/w/{webhook.username}/{webhook.name}",
+        "active": webhook.active,
+        "secret": SECRET_MASK if webhook.secret else None,
+        "forward_url": webhook.forward_url,
+        "created_at": webhook.created_at,
+        "updated_at": webhook.updated_at,
+    }
+
+
+def _read_password() -> str:
+    line = sys.stdin.readline()
+    password = line.removesuffix("\n").removesuffix("\r")
+    if not password:
+        raise InvalidRequest("--password-stdin: no password on standard input")
+    return password
+
+
+@click.group()
+def user() -> None:
+    """Users and their plans."""
+
+
+@user.command("create")
+@click.argument("username")
+@click.option("--plan", default=None, help="Plan name (default: the plans file's default).")
+@click.option("--admin", is_flag=True, help="Give the user the admin role.")
+@click.option("--password-stdin", is_flag=True, help="Read a dashboard password from stdin.")
+@json_option
+@pass_state
+def user_create(
+    state: CliState, username: str, plan: str | None, admin: bool, password_stdin: bool
+) -> None:
+    """Create USERNAME and print its first API token (shown once)."""
+    password = _read_password() if password_stdin else None
+
+    async def work(rt: Runtime) -> tuple[User, IssuedToken]:
+        return await _accounts(rt).create_user(username, plan=plan, admin=admin, password=password)
+
+    created, issued = state.run(work)
+
+    def human(console: Console) -> None:
+        console.print(f"created user {created.username} (plan {created.plan}, {created.role})")
+        console.print(f"API token (shown once): {issued.token}")
+
+    state.emit(
+        {**user_view(created), "token": issued.token, "token_id": issued.record.id}, human=human
+    )
+
+
+@user.command("set-plan")
+@click.argument("username")
+@click.argument("plan")
+@json_option
+@pass_state
+def user_set_plan(state: CliState, username: str, plan: str) -> None:
+    """Move USERNAME to PLAN; ingest applies the new rate limit within 2 s."""
+
+    async def work(rt: Runtime) -> User:
+        return await _accounts(rt).set_plan(username, plan)
+
+    changed = state.run(work)
+    state.emit(
+        user_view(changed), human=lambda c: c.print(f"{changed.username}: plan {changed.plan}")
+    )
+
+
+@click.group()
+def token() -> None:
+    """Personal API tokens."""
+
+
+@token.command("create")
+@click.argument("username")
+@click.option("--name", default="cli", show_default=True, help="A label for the token.")
+@json_option
+@pass_state
+def token_create(state: CliState, username: str, name: str) -> None:
+    """Issue a new API token for USERNAME (shown once)."""
+
+    async def work(rt: Runtime) -> IssuedToken:
+        return await _accounts(rt).create_token(username, name=name)
+
+    issued = state.run(work)
+    state.emit(
+        {"id": issued.record.id, "username": username, "name": name, "token": issued.token},
+        human=lambda c: c.print(f"API token for {username} (shown once): {issued.token}"),
+    )
+
+
+@click.group()
+def webhook() -> None:
+    """Webhooks: receiving URLs, secrets, forward destinations."""
+
+
+@webhook.command("create")
+@click.argument("username")
+@click.argument("name")
+@click.option("--secret", default=None, help="Signing secret (HMAC-SHA256 of the body).")
+@click.option("--forward-url", default=None, help="Destination that receives every event.")
+@json_option
+@pass_state
+def webhook_create(
+    state: CliState, username: str, name: str, secret: str | None, forward_url: str | None
+) -> None:
+    """Create webhook NAME for USERNAME."""
+
+    async def work(rt: Runtime) -> Webhook:
+        return await _webhooks(rt).create(username, name, secret=secret, forward_url=forward_url)
+
+    _emit_webhook(state, state.run(work), "created")
+
+
+@webhook.command("set")
+@click.argument("username")
+@click.argument("name")
+@click.option("--secret", default=None, help="Set or rotate the signing secret.")
+@click.option("--no-secret", is_flag=True, help="Remove the signing secret.")
+@click.option("--forward-url", default=None, help="Set the forward destination.")
+@click.option("--no-forward", is_flag=True, help="Remove the forward destination.")
+@json_option
+@pass_state
+def webhook_set(
+    state: CliState,
+    username: str,
+    name: str,
+    secret: str | None,
+    no_secret: bool,
+    forward_url: str | None,
+    no_forward: bool,
+) -> None:
+    """Change the secret or the forward destination of a webhook."""
+    if secret is not None and no_secret:
+        raise click.UsageError("--secret and --no-secret exclude each other")
+    if forward_url is not None and no_forward:
+        raise click.UsageError("--forward-url and --no-forward exclude each other")
+    if secret is None and not no_secret and forward_url is None and not no_forward:
+        raise click.UsageError(
+            "nothing to change: give --secret, --no-secret, --forward-url or --no-forward"
+        )
+    new_secret = None if no_secret else (secret if secret is not None else UNCHANGED)
+    new_url = None if no_forward else (forward_url if forward_url is not None else UNCHANGED)
+
+    async def work(rt: Runtime) -> Webhook:
+        return await _webhooks(rt).change(username, name, secret=new_secret, forward_url=new_url)
+
+    _emit_webhook(state, state.run(work), "updated")
+
+
+def _set_active(state: CliState, username: str, name: str, active: bool) -> None:
+    async def work(rt: Runtime) -> Webhook:
+        return await _webhooks(rt).set_active(username, name, active)
+
+    _emit_webhook(state, state.run(work), "activated" if active else "deactivated")
+
+
+@webhook.command("activate")
+@click.argument("username")
+@click.argument("name")
+@json_option
+@pass_state
+def webhook_activate(state: CliState, username: str, name: str) -> None:
+    """Accept requests to the webhook again."""
+    _set_active(state, username, name, True)
+
+
+@webhook.command("deactivate")
+@click.argument("username")
+@click.argument("name")
+@json_option
+@pass_state
+def webhook_deactivate(state: CliState, username: str, name: str) -> None:
+    """Refuse requests to the webhook (403) until it is activated."""
+    _set_active(state, username, name, False)
+
+
+@webhook.command("list")
+@click.argument("username")
+@json_option
+@pass_state
+def webhook_list(state: CliState, username: str) -> None:
+    """List USERNAME's webhooks."""
+
+    async def work(rt: Runtime) -> list[Webhook]:
+        return await _webhooks(rt).list_for_owner(username)
+
+    hooks = state.run(work)
+    views = [webhook_view(h, state.settings.public_url) for h in hooks]
+
+    def human(console: Console) -> None:
+        columns = ("NAME", "ACTIVE", "SECRET", "FORWARD URL", "RECEIVING URL")
+        rows = [
+            (v["name"], "yes" if v["active"] else "no", "set" if v["secret"] else "none",
+             v["forward_url"], v["url"])
+            for v in views
+        ]  # fmt: skip
+        table(console, columns, rows)
+
+    state.emit(views, human=human)
+
+
+def _emit_webhook(state: CliState, hook: Webhook, verb: str) -> None:
+    view = webhook_view(hook, state.settings.public_url)
+    state.emit(
+        view, human=lambda c: c.print(f"{verb} webhook {hook.username}/{hook.name}: {view['url']}")
+    )

@@ -1,0 +1,89 @@
+"""Webhooks: creation, destination and secret changes, activation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import SecretStr
+
+from hookbay_common.clock import utcnow
+from hookbay_common.db import UserRepository, WebhookRepository
+from hookbay_common.errors import InvalidRequest
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.models import Webhook
+from hookbay_common.names import check_username, check_webhook_name
+from hookbay_common.netguard import check_destination
+
+UNCHANGED: Any = object()
+MIN_SECRET_LENGTH = 8
+
+
+class WebhookService:
+    def __init__(
+        self, webhooks: WebhookRepository, users: UserRepository, *, allow_private: bool
+    ) -> None:
+        self._webhooks = webhooks
+        self._users = users
+        self._allow_private = allow_private
+
+    async def create(
+        self,
+        username: str,
+        name: str,
+        *,
+        secret: str | None = None,
+        forward_url: str | None = None,
+    ) -> Webhook:
+        check_username(username)
+        check_webhook_name(name)
+        await self._users.require(username)
+        if forward_url is not None:
+            await check_destination(forward_url, allow_private=self._allow_private)
+        now = utcnow()
+        return await self._webhooks.create(
+            Webhook(
+                id=new_id(IdPrefix.WEBHOOK),
+                username=username,
+                name=name,
+                secret=_checked_secret(secret),
+                forward_url=forward_url,
+                active=True,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+    async def change(
+        self,
+        username: str,
+        name: str,
+        *,
+        secret: str | None = UNCHANGED,
+        forward_url: str | None = UNCHANGED,
+    ) -> Webhook:
+        """Set or remove (``None``) the secret and the forward URL; ``UNCHANGED`` leaves one as is."""
+        changes: dict[str, Any] = {}
+        if secret is not UNCHANGED:
+            changes["secret"] = _checked_secret(secret)
+        if forward_url is not UNCHANGED:
+            if forward_url is not None:
+                await check_destination(forward_url, allow_private=self._allow_private)
+            changes["forward_url"] = forward_url
+        return await self._webhooks.update(username, name, **changes)
+
+    async def set_active(self, username: str, name: str, active: bool) -> Webhook:
+        return await self._webhooks.update(username, name, active=active)
+
+    async def list_for_owner(self, username: str) -> list[Webhook]:
+        await self._users.require(username)
+        return await self._webhooks.list_for_owner(username)
+
+
+def _checked_secret(secret: str | None) -> SecretStr | None:
+    if secret is None:
+        return None
+    if len(secret) < MIN_SECRET_LENGTH or secret != secret.strip():
+        raise InvalidRequest(
+            f"secret must be at least {MIN_SECRET_LENGTH} characters, without surrounding spaces"
+        )
+    return SecretStr(secret)

@@ -1,0 +1,1 @@
+"""hookbay forwarder and recorder: delivery, retries, attempts, MongoDB materialisation"""

@@ -1,0 +1,1 @@
+"""hookbay ingest: the receiving endpoint POST /w/{username}/{webhook-name}"""

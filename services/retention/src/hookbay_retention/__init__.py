@@ -1,0 +1,1 @@
+"""hookbay retention job: prunes events and attempts per plan"""
