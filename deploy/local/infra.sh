@@ -7,7 +7,8 @@
 #   deploy/local/infra.sh down      stop exactly what `up` started (by pid file)
 #   deploy/local/infra.sh status    one line per server
 #
-# Settings (environment): HOOKBAY_CACHE (default <repo>/.cache), HOOKBAY_INFRA_KAFKA_PORT (9092),
+# Settings (environment): HOOKBAY_CACHE (default <repo>/.cache), HOOKBAY_INFRA_RUN (pids, data, logs;
+# default $HOOKBAY_CACHE/run), HOOKBAY_INFRA_KAFKA_PORT (9092),
 # HOOKBAY_INFRA_MONGO_PORT (27017), HOOKBAY_INFRA_REDIS_PORT (6379),
 # HOOKBAY_FERRETDB_BACKEND (sqlite | postgresql; see docs/ferretdb-backends.md),
 # HOOKBAY_INFRA_PG_PORT (5433, only for the postgresql backend).
@@ -16,7 +17,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE="$ROOT/deploy/local"
 CACHE=${HOOKBAY_CACHE:-$ROOT/.cache}
-RUN="$CACHE/run"
+RUN=${HOOKBAY_INFRA_RUN:-$CACHE/run}
 LOGS="$RUN/logs"
 
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/kafka/pom.xml")

@@ -133,7 +133,7 @@ def _settings_problem(exc: ValidationError) -> str:
 
 
 def _fail(message: str) -> None:
-    click.echo(f"hookbay: {message}", err=True)
+    click.echo(f"hookbay: {' '.join(message.split())}", err=True)
     sys.exit(1)
 
 
@@ -145,7 +145,13 @@ def hookbay(ctx: click.Context, as_json: bool) -> None:
     ctx.ensure_object(CliState).json = as_json
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build() -> click.Group:
+    """The ``hookbay`` group with every installed service's commands added."""
     for entry in entry_points(group="hookbay.commands"):
-        hookbay.add_command(entry.load(), entry.name)
-    hookbay.main(args=argv, prog_name="hookbay")
+        if entry.name not in hookbay.commands:
+            hookbay.add_command(entry.load(), entry.name)
+    return hookbay
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    build().main(args=argv, prog_name="hookbay")

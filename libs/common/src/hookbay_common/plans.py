@@ -88,7 +88,9 @@ def load_plans(path: Path | None = None) -> PlanBook:
     except OSError as exc:
         raise ConfigurationError(f"plans file {source}: cannot read it ({exc.strerror})") from None
     except yaml.YAMLError as exc:
-        raise ConfigurationError(f"plans file {source}: not valid YAML ({exc})") from None
+        raise ConfigurationError(
+            f"plans file {source}: not valid YAML ({_yaml_problem(exc)})"
+        ) from None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'file'}: {err['msg']}"
@@ -96,3 +98,9 @@ def load_plans(path: Path | None = None) -> PlanBook:
         )
         raise ConfigurationError(f"plans file {source}: {problems}") from None
     return PlanBook(plans, parsed.default)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None) or "parse error"
+    mark = getattr(exc, "problem_mark", None)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else str(problem)

@@ -1,0 +1,68 @@
+# hookbay: `make run` (the whole stack with demo data) and `make test` (everything, against real services).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.PHONY: help install infra-up infra-down infra-status run test test-infra-up test-infra-down lint format bench clean
+
+export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
+UV_VERSION := 0.13.8
+UV := $(CURDIR)/.cache/tools/bin/uv
+INFRA := deploy/local/infra.sh
+# the test stack runs beside a `make run` stack: own ports, own data, stopped after the run
+TEST_ENV := HOOKBAY_INFRA_RUN=$(CURDIR)/.cache/test-run HOOKBAY_INFRA_KAFKA_PORT=19092 \
+            HOOKBAY_INFRA_MONGO_PORT=27018 HOOKBAY_INFRA_REDIS_PORT=16379 HOOKBAY_INFRA_PG_PORT=15433
+PYTEST_WORKERS ?= 2
+
+help:
+	@echo "make run        install everything, start the whole stack with demo data (Ctrl-C stops it)"
+	@echo "make test       install everything, start real Kafka/FerretDB/Redis, lint, run all tests"
+	@echo "make lint       ruff + mypy (strict)"
+	@echo "make bench      benchmarks; figures go to docs/benchmarks.md"
+	@echo "make infra-up / infra-down / infra-status   only the local Kafka, FerretDB and Redis"
+
+$(UV):
+	@mkdir -p .cache/tools
+	python3 -m venv .cache/tools
+	.cache/tools/bin/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
+
+.venv/.synced: $(UV) uv.lock pyproject.toml libs/common/pyproject.toml $(wildcard services/*/pyproject.toml)
+	$(UV) sync --frozen --all-packages --python 3.11 -q
+	@touch $@
+
+install: .venv/.synced
+	@$(INFRA) install
+
+infra-up: install
+	@$(INFRA) up
+
+infra-down:
+	@$(INFRA) down
+
+infra-status:
+	@$(INFRA) status
+
+lint: .venv/.synced
+	$(UV) run --frozen ruff check .
+	$(UV) run --frozen ruff format --check .
+	$(UV) run --frozen mypy
+
+format: .venv/.synced
+	$(UV) run --frozen ruff check --fix .
+	$(UV) run --frozen ruff format .
+
+run: install
+	@scripts/run.sh
+
+test: install lint
+	@$(TEST_ENV) $(INFRA) up
+	@set -o pipefail; status=0; \
+	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:19092 HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:27018 \
+	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:16379 \
+	  $(UV) run --frozen pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || status=$$?; \
+	  $(TEST_ENV) $(INFRA) down; exit $$status
+
+bench: install
+	@$(INFRA) up
+	$(UV) run --frozen python scripts/bench.py
+
+clean: infra-down
+	rm -rf .venv .cache/run .cache/test-run

@@ -1,0 +1,62 @@
+"""Fixtures shared by every test: real Kafka, FerretDB and Redis, started by `make test`.
+
+Each pytest-xdist worker gets its own database (``hookbay_test_<worker>``); all workers share one
+broker and make their own topic names where a test needs a topic to itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient, MongoClient
+
+from hookbay_common.db import client as db_client
+from hookbay_common.settings import Settings
+from tests.support.factories import TEST_SECRET_KEY
+
+KAFKA = os.environ.get("HOOKBAY_TEST_KAFKA", "127.0.0.1:9092")
+MONGO = os.environ.get("HOOKBAY_TEST_MONGO", "mongodb://127.0.0.1:27017")
+REDIS = os.environ.get("HOOKBAY_TEST_REDIS", "redis://127.0.0.1:6379")
+
+
+@pytest.fixture(scope="session")
+def mongo_url(worker_id: str) -> Iterator[str]:
+    name = f"hookbay_test_{worker_id}"
+    with MongoClient(MONGO, serverSelectionTimeoutMS=5000) as client:
+        client.drop_database(name)
+    return f"{MONGO}/{name}"
+
+
+@pytest.fixture(scope="session")
+def env(mongo_url: str) -> dict[str, str]:
+    """The ``HOOKBAY_*`` environment of a process under test (CLI, services)."""
+    return {
+        "HOOKBAY_SECRET_KEY": TEST_SECRET_KEY,
+        "HOOKBAY_MONGO_URL": mongo_url,
+        "HOOKBAY_KAFKA_BOOTSTRAP": KAFKA,
+        "HOOKBAY_REDIS_URL": REDIS,
+        "HOOKBAY_ALLOW_PRIVATE_DESTINATIONS": "true",
+        "HOOKBAY_RETRY_SCHEDULE": "0,1s,2s",
+    }
+
+
+@pytest.fixture(scope="session")
+def settings(env: dict[str, str]) -> Settings:
+    return Settings(**{key.removeprefix("HOOKBAY_").lower(): value for key, value in env.items()})
+
+
+@pytest.fixture(scope="session")
+async def db(settings: Settings) -> AsyncIterator[db_client.Database]:
+    mongo: AsyncMongoClient[dict[str, Any]] = db_client.connect(settings.mongo_url)
+    database = db_client.database(mongo)
+    await db_client.migrate(database)
+    yield database
+    await mongo.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> str:
+    return KAFKA

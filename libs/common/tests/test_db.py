@@ -1,0 +1,254 @@
+"""Repositories against the real Mongo-wire server (FerretDB locally, MongoDB in production)."""
+
+from __future__ import annotations
+
+import base64
+from datetime import timedelta
+
+import pytest
+from pydantic import SecretStr
+from pymongo.errors import DuplicateKeyError
+
+from hookbay_common.db import (
+    AttemptRepository,
+    Collections,
+    Database,
+    EventCursor,
+    EventRepository,
+    TokenRepository,
+    UserRepository,
+    WebhookRepository,
+    migrate,
+)
+from hookbay_common.db.client import INDEXES
+from hookbay_common.db.events import event_to_document
+from hookbay_common.errors import (
+    TokenNotFound,
+    UserAlreadyExists,
+    UserNotFound,
+    WebhookAlreadyExists,
+    WebhookNotFound,
+)
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.models import ApiToken, EventStatus, Role
+from hookbay_common.secrets_box import SecretBox, hash_api_token
+from tests.support.factories import (
+    TEST_SECRET_KEY,
+    create_attempt,
+    create_event,
+    create_user,
+    create_webhook,
+    unique_name,
+)
+
+BOX = SecretBox(TEST_SECRET_KEY)
+
+
+class TestMigrate:
+    async def test_idempotent_and_complete(self, db: Database) -> None:
+        await migrate(db)
+        await migrate(db)
+        for collection, indexes in INDEXES.items():
+            names = {info["name"] async for info in await db[collection].list_indexes()}
+            assert {index.document["name"] for index in indexes} <= names
+
+
+class TestUserRepository:
+    async def test_create_get_update_list(self, db: Database) -> None:
+        users = UserRepository(db)
+        user = await users.create(create_user())
+        assert await users.get(user.username) == user
+        changed = await users.update(user.username, plan="pro", role=Role.ADMIN, password_hash="h")
+        assert (changed.plan, changed.role, changed.password_hash) == ("pro", Role.ADMIN, "h")
+        assert changed.updated_at >= user.updated_at
+        assert user.username in [u.username for u in await users.list_all()]
+        assert [u.username for u in await users.changed_since(changed.updated_at)].count(
+            user.username
+        ) == 1
+
+    async def test_duplicate_and_missing(self, db: Database) -> None:
+        users = UserRepository(db)
+        user = await users.create(create_user())
+        with pytest.raises(UserAlreadyExists):
+            await users.create(create_user(username=user.username))
+        assert await users.get(unique_name()) is None
+        with pytest.raises(UserNotFound):
+            await users.require(unique_name())
+        with pytest.raises(UserNotFound):
+            await users.update(unique_name(), plan="pro")
+
+
+class TestWebhookRepository:
+    async def test_create_get_update_delete(self, db: Database) -> None:
+        hooks = WebhookRepository(db, BOX)
+        hook = await hooks.create(
+            create_webhook(secret=SecretStr("sig-secret-1"), forward_url="http://x/")
+        )
+        assert await hooks.get(hook.username, hook.name) == hook
+        assert await hooks.get_by_id(hook.id) == hook
+        changed = await hooks.update(
+            hook.username, hook.name, active=False, secret=None, forward_url=None
+        )
+        assert (changed.active, changed.secret, changed.forward_url) == (False, None, None)
+        rotated = await hooks.update(hook.username, hook.name, secret=SecretStr("sig-secret-2"))
+        assert rotated.secret is not None and rotated.secret.get_secret_value() == "sig-secret-2"
+        assert rotated.active is False
+        await hooks.delete(hook.username, hook.name)
+        assert await hooks.get(hook.username, hook.name) is None
+        with pytest.raises(WebhookNotFound):
+            await hooks.delete(hook.username, hook.name)
+
+    async def test_secret_is_encrypted_at_rest(self, db: Database) -> None:
+        hook = await WebhookRepository(db, BOX).create(
+            create_webhook(secret=SecretStr("plain-sig-secret"))
+        )
+        raw = await db[Collections.WEBHOOKS].find_one({"_id": hook.id})
+        assert raw is not None and "plain-sig-secret" not in str(raw)
+
+    async def test_name_unique_per_owner_only(self, db: Database) -> None:
+        hooks = WebhookRepository(db, BOX)
+        hook = await hooks.create(create_webhook())
+        with pytest.raises(WebhookAlreadyExists):
+            await hooks.create(create_webhook(username=hook.username, name=hook.name))
+        await hooks.create(create_webhook(name=hook.name))  # another owner may use the name
+
+    async def test_list_for_owner_sorted_by_name(self, db: Database) -> None:
+        hooks = WebhookRepository(db, BOX)
+        owner = unique_name("u")
+        for name in ("zeta", "alpha", "mid"):
+            await hooks.create(create_webhook(username=owner, name=name))
+        assert [h.name for h in await hooks.list_for_owner(owner)] == ["alpha", "mid", "zeta"]
+        with pytest.raises(WebhookNotFound):
+            await hooks.update(owner, "missing", active=True)
+
+
+class TestTokenRepository:
+    async def test_find_list_delete(self, db: Database) -> None:
+        tokens = TokenRepository(db)
+        owner = unique_name("u")
+        record = ApiToken(
+            id=new_id(IdPrefix.TOKEN), username=owner, name="ci", token_hash=hash_api_token("hbk_abc"),
+            created_at=create_user().created_at,
+        )  # fmt: skip
+        await tokens.create(record)
+        found = await tokens.find_by_token("hbk_abc")
+        assert found is not None and found.id == record.id
+        assert await tokens.find_by_token("hbk_other") is None
+        assert [t.id for t in await tokens.list_for_owner(owner)] == [record.id]
+        with pytest.raises(TokenNotFound):
+            await tokens.delete("someone-else", record.id)
+        await tokens.delete(owner, record.id)
+        assert await tokens.list_for_owner(owner) == []
+
+    async def test_token_hash_unique(self, db: Database) -> None:
+        tokens = TokenRepository(db)
+        made = create_user().created_at
+        await tokens.create(
+            ApiToken(
+                id=new_id(IdPrefix.TOKEN),
+                username="a",
+                name="x",
+                token_hash="h" + unique_name(),
+                created_at=made,
+            )
+        )
+        dup = "dup" + unique_name()
+        await tokens.create(
+            ApiToken(
+                id=new_id(IdPrefix.TOKEN), username="a", name="x", token_hash=dup, created_at=made
+            )
+        )
+        with pytest.raises(DuplicateKeyError):
+            await tokens.create(
+                ApiToken(
+                    id=new_id(IdPrefix.TOKEN),
+                    username="b",
+                    name="y",
+                    token_hash=dup,
+                    created_at=made,
+                )
+            )
+
+
+class TestEventRepository:
+    async def test_headers_with_dots_and_dollars_round_trip(self, db: Database) -> None:
+        events = EventRepository(db)
+        headers = {"x.dotted.name": "1", "$weird": "2", "x-$mid": "$v.a.l", "a": "x, y"}
+        event = create_event(request_headers=headers)
+        await events.upsert(event)
+        stored = await events.get(event.id)
+        assert stored is not None and stored.request_headers == headers
+        assert list(stored.request_headers) == list(headers)
+
+    @pytest.mark.parametrize("body", [b'{"a": "\xc3\xa9"}', b"\xff\xfe\x00binary", b""])
+    async def test_body_round_trip(self, db: Database, body: bytes) -> None:
+        events = EventRepository(db)
+        event = create_event(body=body)
+        await events.upsert(event)
+        stored = await events.get_by_request_id(event.request_id)
+        assert stored == event
+
+    async def test_invalid_utf8_is_stored_as_base64(self) -> None:
+        doc = event_to_document(create_event(body=b"\xff\x00"))
+        assert doc["request_body_encoding"] == "base64"
+        assert base64.b64decode(doc["request_body"]) == b"\xff\x00"
+
+    async def test_upsert_is_idempotent_and_keeps_status(self, db: Database) -> None:
+        events = EventRepository(db)
+        event = create_event()
+        await events.upsert(event)
+        await events.set_status(event.id, EventStatus.SUCCESS)
+        await events.upsert(event)
+        stored = await events.get(event.id)
+        assert stored is not None and stored.status is EventStatus.SUCCESS
+        assert await db[Collections.EVENTS].count_documents({"request_id": event.request_id}) == 1
+
+    async def test_request_id_is_unique(self, db: Database) -> None:
+        events = EventRepository(db)
+        event = create_event()
+        await events.upsert(event)
+        with pytest.raises(DuplicateKeyError):
+            await events.upsert(create_event(request_id=event.request_id))
+
+    async def test_list_newest_first_with_filter_and_cursor(self, db: Database) -> None:
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        base = create_event().created_at
+        made = []
+        for i in range(7):
+            event = create_event(webhook_id=webhook_id, created_at=base + timedelta(seconds=i // 2))
+            made.append(event)
+            await events.upsert(event)
+            if i % 3 == 0:
+                await events.set_status(event.id, EventStatus.FAILED)
+        expected = sorted(made, key=lambda e: (e.created_at, e.id), reverse=True)
+        first = await events.list_for_webhook(webhook_id, limit=3)
+        assert [e.id for e in first] == [e.id for e in expected[:3]]
+        last = first[-1]
+        rest = await events.list_for_webhook(
+            webhook_id, limit=10, after=EventCursor(last.created_at, last.id)
+        )
+        assert [e.id for e in rest] == [e.id for e in expected[3:]]
+        failed = await events.list_for_webhook(webhook_id, status=EventStatus.FAILED)
+        assert [e.id for e in failed] == [e.id for e in expected if made.index(e) % 3 == 0]
+        assert await events.list_for_webhook(new_id(IdPrefix.WEBHOOK)) == []
+
+
+class TestAttemptRepository:
+    async def test_upsert_and_list_in_order(self, db: Database) -> None:
+        attempts = AttemptRepository(db)
+        event = create_event()
+        first = create_attempt(
+            event, status_code=500, response_headers={"x.y": "1"}, will_retry=True
+        )
+        second = create_attempt(
+            event,
+            number=2,
+            started_at=first.started_at + timedelta(seconds=1),
+            response_body=b"\xff",
+        )
+        await attempts.upsert(second)
+        await attempts.upsert(first)
+        await attempts.upsert(first)
+        assert await attempts.list_for_event(event.id) == [first, second]
+        assert await attempts.list_for_event(new_id(IdPrefix.EVENT)) == []

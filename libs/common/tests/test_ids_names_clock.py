@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from hookbay_common.clock import isoformat, utcnow
+from hookbay_common.errors import InvalidRequest
+from hookbay_common.ids import IdPrefix, has_prefix, new_id
+from hookbay_common.names import (
+    check_username,
+    check_webhook_name,
+    is_valid_username,
+    is_valid_webhook_name,
+)
+
+
+class TestIds:
+    @pytest.mark.parametrize("prefix", list(IdPrefix))
+    def test_prefix_and_url_safe_suffix(self, prefix: IdPrefix) -> None:
+        value = new_id(prefix)
+        assert value.startswith(f"{prefix.value}_")
+        assert has_prefix(value, prefix)
+        assert value == value.lower() and value.replace("_", "").isalnum()
+
+    def test_unique(self) -> None:
+        assert len({new_id(IdPrefix.EVENT) for _ in range(10_000)}) == 10_000
+
+    def test_later_millisecond_sorts_later(self) -> None:
+        first = new_id(IdPrefix.EVENT)
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:  # wait for the clock to move on by 2 ms
+            second = new_id(IdPrefix.EVENT)
+            if second[4:14] > first[4:14]:
+                break
+        assert second > first
+
+    def test_has_prefix_rejects_others(self) -> None:
+        assert not has_prefix(new_id(IdPrefix.REQUEST), IdPrefix.EVENT)
+        assert not has_prefix("evt_short", IdPrefix.EVENT)
+
+
+class TestNames:
+    @pytest.mark.parametrize("name", ["a", "alice", "a-b", "a1", "0", "a" * 39, "x-y-z9"])
+    def test_valid_usernames(self, name: str) -> None:
+        assert is_valid_username(name)
+        assert check_username(name) == name
+
+    @pytest.mark.parametrize("name", ["", "-a", "a-", "Alice", "a_b", "a.b", "a" * 40, "ä"])
+    def test_invalid_usernames(self, name: str) -> None:
+        assert not is_valid_username(name)
+        with pytest.raises(InvalidRequest, match="invalid username"):
+            check_username(name)
+
+    @pytest.mark.parametrize("name", ["orders", "stripe-live", "a1-b2-c3", "x" * 64])
+    def test_valid_webhook_names(self, name: str) -> None:
+        assert is_valid_webhook_name(name)
+
+    @pytest.mark.parametrize("name", ["", "a--b", "-a", "a-", "Orders", "a_b", "x" * 65])
+    def test_invalid_webhook_names(self, name: str) -> None:
+        assert not is_valid_webhook_name(name)
+        with pytest.raises(InvalidRequest, match="invalid webhook name") as caught:
+            check_webhook_name(name)
+        assert caught.value.body()["webhookName"] == name
+
+
+class TestClock:
+    def test_utcnow_is_aware_with_millisecond_precision(self) -> None:
+        now = utcnow()
+        assert now.tzinfo is UTC
+        assert now.microsecond % 1000 == 0
+
+    def test_isoformat(self) -> None:
+        moment = datetime(2026, 11, 21, 10, 4, 5, 123456, tzinfo=UTC)
+        assert isoformat(moment) == "2026-11-21T10:04:05.123Z"
+        shifted = moment.astimezone(timezone(timedelta(hours=2)))
+        assert isoformat(shifted) == "2026-11-21T10:04:05.123Z"
