@@ -91,7 +91,8 @@ class TestWebhookRepository:
         )
         assert (changed.active, changed.secret, changed.forward_url) == (False, None, None)
         rotated = await hooks.update(hook.username, hook.name, secret=SecretStr("sig-secret-2"))
-        assert rotated.secret is not None and rotated.secret.get_secret_value() == "sig-secret-2"
+        assert rotated.secret is not None
+        assert rotated.secret.get_secret_value() == "sig-secret-2"
         assert rotated.active is False
         await hooks.delete(hook.username, hook.name)
         assert await hooks.get(hook.username, hook.name) is None
@@ -103,7 +104,8 @@ class TestWebhookRepository:
             create_webhook(secret=SecretStr("plain-sig-secret"))
         )
         raw = await db[Collections.WEBHOOKS].find_one({"_id": hook.id})
-        assert raw is not None and "plain-sig-secret" not in str(raw)
+        assert raw is not None
+        assert "plain-sig-secret" not in str(raw)
 
     async def test_name_unique_per_owner_only(self, db: Database) -> None:
         hooks = WebhookRepository(db, BOX)
@@ -132,7 +134,8 @@ class TestTokenRepository:
         )  # fmt: skip
         await tokens.create(record)
         found = await tokens.find_by_token("hbk_abc")
-        assert found is not None and found.id == record.id
+        assert found is not None
+        assert found.id == record.id
         assert await tokens.find_by_token("hbk_other") is None
         assert [t.id for t in await tokens.list_for_owner(owner)] == [record.id]
         with pytest.raises(TokenNotFound):
@@ -177,7 +180,8 @@ class TestEventRepository:
         event = create_event(request_headers=headers)
         await events.upsert(event)
         stored = await events.get(event.id)
-        assert stored is not None and stored.request_headers == headers
+        assert stored is not None
+        assert stored.request_headers == headers
         assert list(stored.request_headers) == list(headers)
 
     @pytest.mark.parametrize("body", [b'{"a": "\xc3\xa9"}', b"\xff\xfe\x00binary", b""])
@@ -200,7 +204,8 @@ class TestEventRepository:
         await events.set_status(event.id, EventStatus.SUCCESS)
         await events.upsert(event)
         stored = await events.get(event.id)
-        assert stored is not None and stored.status is EventStatus.SUCCESS
+        assert stored is not None
+        assert stored.status is EventStatus.SUCCESS
         assert await db[Collections.EVENTS].count_documents({"request_id": event.request_id}) == 1
 
     async def test_request_id_is_unique(self, db: Database) -> None:

@@ -22,7 +22,8 @@ class TestIds:
         value = new_id(prefix)
         assert value.startswith(f"{prefix.value}_")
         assert has_prefix(value, prefix)
-        assert value == value.lower() and value.replace("_", "").isalnum()
+        assert value == value.lower()
+        assert value.replace("_", "").isalnum()
 
     def test_unique(self) -> None:
         assert len({new_id(IdPrefix.EVENT) for _ in range(10_000)}) == 10_000

@@ -19,10 +19,14 @@ class TestLogging:
         lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
         assert len(lines) == 2
         first, second = lines
-        assert first["event"] == "event_received" and first["size"] == 12
+        assert first["event"] == "event_received"
+        assert first["size"] == 12
         assert first["request_id"] == second["request_id"] == "req_1"
-        assert first["level"] == "info" and first["service"] == "test" and "timestamp" in first
-        assert second["event"] == "plain stdlib" and second["level"] == "warning"
+        assert first["level"] == "info"
+        assert first["service"] == "test"
+        assert "timestamp" in first
+        assert second["event"] == "plain stdlib"
+        assert second["level"] == "warning"
 
     def test_exceptions_are_rendered_inside_the_json(
         self, capsys: pytest.CaptureFixture[str]
@@ -33,4 +37,5 @@ class TestLogging:
         except RuntimeError:
             get_logger("hookbay.test").exception("failed")
         line = json.loads(capsys.readouterr().err.strip())
-        assert line["event"] == "failed" and "RuntimeError: kaput" in line["exception"]
+        assert line["event"] == "failed"
+        assert "RuntimeError: kaput" in line["exception"]

@@ -55,8 +55,10 @@ class TestCheckDestination:
             await check_destination("http://no-such-host.invalid/", allow_private=False)
 
     def test_is_public(self) -> None:
-        assert is_public("8.8.8.8") and is_public("2606:4700::1111")
-        assert not is_public("224.0.0.1") and not is_public("::ffff:10.0.0.1")
+        assert is_public("8.8.8.8")
+        assert is_public("2606:4700::1111")
+        assert not is_public("224.0.0.1")
+        assert not is_public("::ffff:10.0.0.1")
 
 
 class TestSecretBox:
@@ -73,7 +75,8 @@ class TestSecretBox:
 
     def test_tokens(self) -> None:
         token = new_api_token()
-        assert token.startswith(TOKEN_PREFIX) and len(token) > 40
+        assert token.startswith(TOKEN_PREFIX)
+        assert len(token) > 40
         assert hash_api_token(token) == hash_api_token(token) != hash_api_token(new_api_token())
         assert token not in hash_api_token(token)
 

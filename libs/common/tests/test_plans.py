@@ -38,7 +38,8 @@ class TestPlansFile:
         book = load_plans(path)
         assert book.default == "team"
         assert book.get("team").rate_per_minute == 600
-        assert "team" in book and "pro" not in book
+        assert "team" in book
+        assert "pro" not in book
 
     @pytest.mark.parametrize(
         ("text", "fragment"),

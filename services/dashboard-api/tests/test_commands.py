@@ -41,7 +41,8 @@ def fails(result: Result, message: str, code: int = 1) -> None:
     assert message in result.stderr
     assert "Traceback" not in result.output
     if code == 1:
-        assert result.stderr.count("\n") == 1 and result.stderr.startswith("hookbay: ")
+        assert result.stderr.count("\n") == 1
+        assert result.stderr.startswith("hookbay: ")
 
 
 @pytest.fixture
@@ -66,13 +67,17 @@ class TestUserCreate:
         token = result.stdout.split("API token (shown once): ")[1].strip()
         assert token.startswith("hbk_")
         stored = raw_db.api_tokens.find_one({"username": name})
-        assert stored["token_hash"] != token and token not in str(stored)
+        assert stored["token_hash"] != token
+        assert token not in str(stored)
 
     def test_json_plan_admin(self, hookbay: Invoke) -> None:
         name = unique_name("u")
         data = ok_json(hookbay("user", "create", name, "--plan", "pro", "--admin", "--json"))
-        assert data["username"] == name and data["plan"] == "pro" and data["role"] == "admin"
-        assert data["token"].startswith("hbk_") and data["has_password"] is False
+        assert data["username"] == name
+        assert data["plan"] == "pro"
+        assert data["role"] == "admin"
+        assert data["token"].startswith("hbk_")
+        assert data["has_password"] is False
 
     def test_global_json_flag(self, hookbay: Invoke) -> None:
         data = ok_json(hookbay("--json", "user", "create", unique_name("u")))
@@ -121,7 +126,8 @@ class TestTokenCreate:
     def test_issues_distinct_tokens(self, hookbay: Invoke, user: str, raw_db: Any) -> None:
         first = ok_json(hookbay("token", "create", user, "--name", "ci", "--json"))
         second = ok_json(hookbay("token", "create", user, "--json"))
-        assert first["token"] != second["token"] and first["name"] == "ci"
+        assert first["token"] != second["token"]
+        assert first["name"] == "ci"
         assert raw_db.api_tokens.count_documents({"username": user}) == 3
         human = hookbay("token", "create", user)
         assert f"API token for {user} (shown once): hbk_" in human.stdout
@@ -139,8 +145,10 @@ class TestWebhookCreate:
                     "--forward-url", "http://127.0.0.1:9000/in", "--json")
         )  # fmt: skip
         assert data["url"] == f"http://127.0.0.1:8080/w/{user}/orders"
-        assert data["secret"] == "********" and data["forward_url"] == "http://127.0.0.1:9000/in"
-        assert data["active"] is True and data["id"].startswith("wh_")
+        assert data["secret"] == "********"
+        assert data["forward_url"] == "http://127.0.0.1:9000/in"
+        assert data["active"] is True
+        assert data["id"].startswith("wh_")
         assert "s3cret-value" not in str(raw_db.webhooks.find_one({"_id": data["id"]}))
 
     def test_human_output_uses_public_url(self, hookbay: Invoke, user: str) -> None:
@@ -189,9 +197,11 @@ class TestWebhookSet:
     def test_set_and_remove(self, hookbay: Invoke, hook: str) -> None:
         data = ok_json(hookbay("webhook", "set", hook, "orders", "--secret", "new-secret-1",
                                "--forward-url", "http://127.0.0.1:9/x", "--json"))  # fmt: skip
-        assert data["secret"] == "********" and data["forward_url"] == "http://127.0.0.1:9/x"
+        assert data["secret"] == "********"
+        assert data["forward_url"] == "http://127.0.0.1:9/x"
         data = ok_json(hookbay("webhook", "set", hook, "orders", "--no-secret", "--json"))
-        assert data["secret"] is None and data["forward_url"] == "http://127.0.0.1:9/x"
+        assert data["secret"] is None
+        assert data["forward_url"] == "http://127.0.0.1:9/x"
         data = ok_json(hookbay("webhook", "set", hook, "orders", "--no-forward", "--json"))
         assert data["forward_url"] is None
         assert hookbay("webhook", "set", hook, "orders", "--no-forward").stdout.startswith(
@@ -320,4 +330,5 @@ class TestConsoleScript:
 
     def test_usage_error_exits_2(self, env: dict[str, str]) -> None:
         result = self.run(env, "webhook", "create")
-        assert result.returncode == 2 and "Missing argument 'USERNAME'" in result.stderr
+        assert result.returncode == 2
+        assert "Missing argument 'USERNAME'" in result.stderr
