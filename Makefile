@@ -50,7 +50,7 @@ format: .venv/.synced
 	$(UV) run --frozen ruff format .
 
 run: install
-	@scripts/run.sh
+	@.venv/bin/python scripts/run.py
 
 test: install lint
 	@$(TEST_ENV) $(INFRA) up

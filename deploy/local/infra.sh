@@ -52,9 +52,10 @@ install_kafka() {
   command -v mvn >/dev/null || apt_install maven
   [ -f "$KAFKA_LIBS/.complete" ] && return
   say "fetching Kafka $KAFKA_VERSION from Maven Central"
-  rm -rf "$KAFKA_LIBS"
-  mvn -q -B -Dstyle.color=never -f "$HERE/kafka/pom.xml" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS" >&2
+  rm -rf "$KAFKA_LIBS" && mkdir -p "$LOGS"
+  mvn -B -ntp -f "$HERE/kafka/pom.xml" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS" >"$LOGS/mvn.log" 2>&1 ||
+    { tail -n 30 "$LOGS/mvn.log" >&2; die "fetching Kafka with mvn failed (log: $LOGS/mvn.log)"; }
   touch "$KAFKA_LIBS/.complete"
 }
 
@@ -148,10 +149,12 @@ up_kafka() {
   sed -e "s|@PORT@|$KAFKA_PORT|g" -e "s|@CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
       -e "s|@DATA@|$dir/data|g" "$HERE/kafka/server.properties.in" > "$dir/server.properties"
   local java=(java -Xms256m -Xmx768m -XX:+UseG1GC -Djava.awt.headless=true
-              "-Dlog4j.configuration=file:$HERE/kafka/log4j.properties" -cp "$KAFKA_LIBS/*")
+              "-Dlog4j2.configurationFile=$HERE/kafka/log4j2.properties" -cp "$KAFKA_LIBS/*")
   if [ ! -f "$dir/data/meta.properties" ]; then
-    "${java[@]}" kafka.tools.StorageTool format --ignore-formatted \
-      -t "$("${java[@]}" kafka.tools.StorageTool random-uuid)" -c "$dir/server.properties" >/dev/null
+    local cluster_id  # the id is the last line: anything logged before it must not end up in it
+    cluster_id=$(java -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+    "${java[@]}" kafka.tools.StorageTool format --ignore-formatted -t "$cluster_id" \
+      -c "$dir/server.properties" >/dev/null
   fi
   mkdir -p "$LOGS" && { [ ! -f "$LOGS/kafka.log" ] || mv "$LOGS/kafka.log" "$LOGS/kafka.log.1"; }
   start_bg kafka "${java[@]}" kafka.Kafka "$dir/server.properties"

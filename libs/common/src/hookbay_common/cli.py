@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 import click
+from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 from pymongo.errors import PyMongoError
 from rich.console import Console
@@ -28,6 +29,7 @@ from hookbay_common.clock import isoformat
 from hookbay_common.db import client as db_client
 from hookbay_common.db.client import Database
 from hookbay_common.errors import HookbayError
+from hookbay_common.kafka import ensure_topics
 from hookbay_common.plans import PlanBook, load_plans
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
@@ -120,6 +122,8 @@ class _Shell(click.Group):
             _fail(_settings_problem(exc))
         except PyMongoError as exc:
             _fail(f"database error: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        except KafkaError as exc:
+            _fail(f"Kafka error: {type(exc).__name__}: {exc}")
         except OSError as exc:
             _fail(f"{type(exc).__name__}: {exc}")
 
@@ -143,6 +147,24 @@ def _fail(message: str) -> None:
 def hookbay(ctx: click.Context, as_json: bool) -> None:
     """hookbay: self-hosted webhook intake. Settings come from HOOKBAY_* variables."""
     ctx.ensure_object(CliState).json = as_json
+
+
+@hookbay.command("migrate")
+@json_option
+@pass_state
+def migrate_command(state: CliState) -> None:
+    """Create MongoDB indexes and Kafka topics that are missing (idempotent)."""
+
+    async def work(rt: Runtime) -> list[str]:  # the runtime has already migrated MongoDB
+        return await ensure_topics(
+            rt.settings.kafka_bootstrap, partitions=rt.settings.kafka_partitions
+        )
+
+    created = state.run(work)
+    state.emit(
+        {"indexes": "ok", "topics_created": created},
+        human=lambda c: c.print(f"indexes ok; topics created: {', '.join(created) or 'none'}"),
+    )
 
 
 def build() -> click.Group:

@@ -1,0 +1,164 @@
+"""`make run`: the local infrastructure, every hookbay service, demo data, and what to do next.
+
+Runs in the foreground; SIGINT (Ctrl-C) or SIGTERM stops the services and then the infrastructure
+this run started (infrastructure that was already running is left running). Python rather than
+bash because a shell started in the background cannot trap SIGINT, which it inherits as ignored.
+Every HOOKBAY_* variable of the caller passes through to every service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+ROOT = Path(__file__).resolve().parent.parent
+INFRA = ROOT / "deploy" / "local" / "infra.sh"
+BIN = Path(sys.executable).parent
+
+# (name, argv, port): grows as services land; each must stop cleanly on SIGTERM
+SERVICES: list[tuple[str, list[str], int]] = []
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault(
+        "HOOKBAY_KAFKA_BOOTSTRAP", f"127.0.0.1:{env.get('HOOKBAY_INFRA_KAFKA_PORT', '9092')}"
+    )
+    env.setdefault(
+        "HOOKBAY_MONGO_URL",
+        f"mongodb://127.0.0.1:{env.get('HOOKBAY_INFRA_MONGO_PORT', '27017')}/hookbay",
+    )
+    env.setdefault(
+        "HOOKBAY_REDIS_URL", f"redis://127.0.0.1:{env.get('HOOKBAY_INFRA_REDIS_PORT', '6379')}/0"
+    )
+    env.setdefault("HOOKBAY_ALLOW_PRIVATE_DESTINATIONS", "true")  # a local stack forwards locally
+    env.setdefault("HOOKBAY_SECRET_KEY", local_secret_key())
+    return env
+
+
+def local_secret_key() -> str:
+    """A key generated once per checkout, so stored webhook secrets stay readable across runs."""
+    path = ROOT / ".cache" / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def infra_running() -> bool:
+    status = subprocess.run([str(INFRA), "status"], capture_output=True, text=True, check=True)
+    return all(
+        ": running" in line
+        for line in status.stdout.splitlines()
+        if not line.startswith("postgres")
+    )
+
+
+def banner(env: dict[str, str], demo: dict[str, object]) -> str:
+    public = env.get("HOOKBAY_PUBLIC_URL", "http://127.0.0.1:8080").rstrip("/")
+    body = '{"order_id": 1234, "status": "paid"}'
+    signature = hmac.new(str(demo["secret"]).encode(), body.encode(), hashlib.sha256).hexdigest()
+    token = demo["token"] or "(issued on the first run; `hookbay token create demo` for a new one)"
+    started = ", ".join(name for name, _, _ in SERVICES) or "none yet"
+    return f"""
+hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]}, MongoDB-wire {env["HOOKBAY_MONGO_URL"]}, Redis {env["HOOKBAY_REDIS_URL"]})
+
+  dashboard   http://127.0.0.1:8081/
+  login       {demo["user"]} / {demo["password"]}
+  API token   {token}
+
+  send an event:
+    curl -sS -X POST '{public}/w/{demo["user"]}/{demo["webhook"]}' \\
+      -H 'Content-Type: application/json' \\
+      -H 'X-Service-Signature: sha256={signature}' \\
+      -d '{body}'
+
+  manage:     .venv/bin/hookbay webhook list demo
+  stop:       Ctrl-C
+"""
+
+
+class Supervisor:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.stopping = threading.Event()
+
+    def start(self) -> None:
+        for name, argv, _port in SERVICES:
+            self.children.append((name, subprocess.Popen(argv, env=self.env, cwd=ROOT)))
+
+    def wait(self) -> int:
+        """Until a signal arrives (0) or a service exits by itself (1)."""
+        while not self.stopping.wait(0.5):
+            for name, child in self.children:
+                if child.poll() is not None:
+                    print(
+                        f"run: {name} exited with status {child.returncode}; stopping",
+                        file=sys.stderr,
+                    )
+                    return 1
+        return 0
+
+    def stop(self) -> None:
+        for _, child in self.children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for name, child in self.children:
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                print(f"run: {name} did not stop within 20 s; killing it", file=sys.stderr)
+                child.kill()
+
+
+def main() -> int:
+    env = environment()
+    supervisor = Supervisor(env)
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        supervisor.stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    owned_infra = not infra_running()
+    subprocess.run([str(INFRA), "up"], check=True, env=env)
+    status = 1
+    try:
+        subprocess.run([str(BIN / "hookbay"), "migrate"], check=True, env=env)
+        seeded = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "seed_demo.py")],
+            check=True, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        supervisor.start()
+        print(banner(env, json.loads(seeded.stdout)), flush=True)
+        status = supervisor.wait()
+    except subprocess.CalledProcessError as exc:
+        print(
+            f"run: {' '.join(map(str, exc.cmd))} failed with status {exc.returncode}",
+            file=sys.stderr,
+        )
+        if getattr(exc, "stderr", None):
+            print(exc.stderr, file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        supervisor.stop()
+        if owned_infra:
+            subprocess.run([str(INFRA), "down"], check=False, env=env)
+        print("run: stopped", file=sys.stderr, flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

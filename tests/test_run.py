@@ -1,0 +1,94 @@
+"""`make run`'s supervisor end to end: demo data, the printed next steps, a clean stop on SIGINT."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pymongo import MongoClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start(env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "run.py")],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 120) -> str:
+    assert proc.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {marker!r} within {timeout} s:\n{seen}"
+        if selector.select(
+            remaining
+        ):  # raw reads: a buffered readline would hide lines from select
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            assert chunk, f"run.py ended early:\n{seen}"
+            seen += chunk.decode()
+    return seen
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
+    return rest
+
+
+class TestRun:
+    def test_seeds_demo_prints_next_steps_and_stops_on_sigint(self, env: dict[str, str]) -> None:
+        first = start(env)
+        try:
+            output = read_until(first, "stop:       Ctrl-C")
+        finally:
+            output += stop(first)
+        assert first.returncode == 0, output
+        assert "login       demo / demo-password" in output
+        assert "dashboard   http://127.0.0.1:8081/" in output
+        token = re.search(r"API token   (hbk_\S+)", output)
+        assert token is not None, output
+        body = '{"order_id": 1234, "status": "paid"}'
+        signature = hmac.new(b"demo-signing-secret", body.encode(), hashlib.sha256).hexdigest()
+        assert "curl -sS -X POST 'http://127.0.0.1:8080/w/demo/orders'" in output
+        assert f"X-Service-Signature: sha256={signature}" in output
+        assert output.rstrip().endswith("run: stopped")
+        with MongoClient(env["HOOKBAY_MONGO_URL"]) as client:
+            db = client.get_default_database()
+            assert db.users.find_one({"_id": "demo"})["plan"] == "starter"
+            assert db.webhooks.count_documents({"username": "demo", "name": "orders"}) == 1
+
+        second = start(env)  # idempotent: the demo data exists already
+        try:
+            output = read_until(second, "stop:       Ctrl-C")
+        finally:
+            output += stop(second)
+        assert second.returncode == 0, output
+        assert "issued on the first run" in output
+
+    def test_sigterm_stops_too(self, env: dict[str, str]) -> None:
+        proc = start(env)
+        try:
+            read_until(proc, "stop:       Ctrl-C")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            output, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        assert "run: stopped" in output
