@@ -5,6 +5,7 @@ Uses the same services as the CLI, so the demo data is exactly what a person wou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
@@ -39,10 +40,8 @@ async def seed(rt: Runtime) -> dict[str, object]:
         made["token"] = issued.token
     except UserAlreadyExists:
         made["token"] = None
-    try:
+    with contextlib.suppress(WebhookAlreadyExists):
         await webhooks.create(DEMO_USER, DEMO_WEBHOOK, secret=DEMO_SECRET)
-    except WebhookAlreadyExists:
-        pass
     made["secret"] = DEMO_SECRET
     return made
 
