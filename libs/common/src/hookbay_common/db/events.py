@@ -10,15 +10,13 @@ from datetime import datetime
 from typing import Any
 
 from hookbay_common.db.client import Collections, Database
-from hookbay_common.db.documents import headers_from_document, headers_to_document
-from hookbay_common.models import (
-    Attempt,
-    BodyEncoding,
-    Event,
-    EventStatus,
-    body_from_text,
-    body_to_text,
+from hookbay_common.db.documents import (
+    body_from_document,
+    body_to_document,
+    headers_from_document,
+    headers_to_document,
 )
+from hookbay_common.models import Attempt, Event, EventStatus
 
 
 @dataclass(frozen=True)
@@ -31,13 +29,8 @@ class EventCursor:
 
 def event_to_document(event: Event) -> dict[str, Any]:
     doc = event.model_dump(mode="python", exclude={"id", "body", "request_headers"})
-    text, encoding = body_to_text(event.body)
-    doc.update(
-        _id=event.id,
-        request_headers=headers_to_document(event.request_headers),
-        request_body=text,
-        request_body_encoding=encoding.value,
-    )
+    doc.update(body_to_document("request_body", event.body))
+    doc.update(_id=event.id, request_headers=headers_to_document(event.request_headers))
     return doc
 
 
@@ -45,9 +38,7 @@ def event_from_document(doc: dict[str, Any]) -> Event:
     doc = dict(doc)
     doc["id"] = doc.pop("_id")
     doc["request_headers"] = headers_from_document(doc["request_headers"])
-    doc["body"] = body_from_text(
-        doc.pop("request_body"), BodyEncoding(doc.pop("request_body_encoding"))
-    )
+    doc["body"] = body_from_document(doc, "request_body")
     return Event.model_validate(doc)
 
 
@@ -94,13 +85,8 @@ class EventRepository:
 
 def attempt_to_document(attempt: Attempt) -> dict[str, Any]:
     doc = attempt.model_dump(mode="python", exclude={"id", "response_headers", "response_body"})
-    text, encoding = body_to_text(attempt.response_body)
-    doc.update(
-        _id=attempt.id,
-        response_headers=headers_to_document(attempt.response_headers),
-        response_body=text,
-        response_body_encoding=encoding.value,
-    )
+    doc.update(body_to_document("response_body", attempt.response_body))
+    doc.update(_id=attempt.id, response_headers=headers_to_document(attempt.response_headers))
     return doc
 
 
@@ -108,9 +94,7 @@ def attempt_from_document(doc: dict[str, Any]) -> Attempt:
     doc = dict(doc)
     doc["id"] = doc.pop("_id")
     doc["response_headers"] = headers_from_document(doc["response_headers"])
-    doc["response_body"] = body_from_text(
-        doc.pop("response_body"), BodyEncoding(doc.pop("response_body_encoding"))
-    )
+    doc["response_body"] = body_from_document(doc, "response_body")
     return Attempt.model_validate(doc)
 
 
