@@ -47,8 +47,11 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
+
 install_kafka() {
-  command -v java >/dev/null || apt_install default-jre-headless
+  # Kafka 4.x brokers need Java 17 or newer
+  if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ]; then apt_install openjdk-17-jre-headless; fi
   command -v mvn >/dev/null || apt_install maven
   [ -f "$KAFKA_LIBS/.complete" ] && return
   say "fetching Kafka $KAFKA_VERSION from Maven Central"

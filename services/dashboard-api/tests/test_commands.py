@@ -332,3 +332,18 @@ class TestConsoleScript:
         result = self.run(env, "webhook", "create")
         assert result.returncode == 2
         assert "Missing argument 'USERNAME'" in result.stderr
+
+
+class TestMigrate:
+    def test_creates_indexes_and_topics_idempotently(self, hookbay: Invoke, raw_db: Any) -> None:
+        first = ok_json(hookbay("migrate", "--json"))
+        assert first["indexes"] == "ok"
+        assert ok_json(hookbay("migrate", "--json"))["topics_created"] == []
+        assert "request_id" in raw_db.events.index_information()
+        assert hookbay("migrate").stdout.strip() == "indexes ok; topics created: none"
+
+    def test_unreachable_kafka(self, hookbay: Invoke) -> None:
+        fails(
+            hookbay("migrate", HOOKBAY_KAFKA_BOOTSTRAP="127.0.0.1:1"),
+            "Kafka error: KafkaConnectionError",
+        )
