@@ -28,11 +28,16 @@ class TestInfra:
         assert "kafka already running" in result.stderr
         assert "ferretdb already running" in result.stderr
         assert "redis already running" in result.stderr
+        if os.environ.get("HOOKBAY_FERRETDB_BACKEND", "postgresql") == "postgresql":
+            assert "postgres already running" in result.stderr
         assert time.monotonic() - started < 10
 
     def test_status(self) -> None:
         lines = infra("status").stdout.splitlines()
-        for name in ("kafka", "ferretdb", "redis"):
+        backend = os.environ.get("HOOKBAY_FERRETDB_BACKEND", "postgresql")
+        names = ["kafka", "ferretdb", "redis"] + (["postgres"] if backend == "postgresql" else [])
+        assert len(lines) == len(names)
+        for name in names:
             assert any(re.fullmatch(rf"{name}: running \(pid \d+\)", line) for line in lines), lines
 
     def test_port_taken_by_someone_else(self, tmp_path: Path) -> None:

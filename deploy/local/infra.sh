@@ -10,8 +10,8 @@
 # Settings (environment): HOOKBAY_CACHE (default <repo>/.cache), HOOKBAY_INFRA_RUN (pids, data, logs;
 # default $HOOKBAY_CACHE/run), HOOKBAY_INFRA_KAFKA_PORT (9092),
 # HOOKBAY_INFRA_MONGO_PORT (27017), HOOKBAY_INFRA_REDIS_PORT (6379),
-# HOOKBAY_FERRETDB_BACKEND (sqlite | postgresql; see docs/ferretdb-backends.md),
-# HOOKBAY_INFRA_PG_PORT (5433, only for the postgresql backend).
+# HOOKBAY_FERRETDB_BACKEND (postgresql, the default, or sqlite; see docs/ferretdb-backends.md),
+# HOOKBAY_INFRA_PG_PORT (5433; PostgreSQL runs as system user hookbay-pg, created when missing).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -27,7 +27,7 @@ KAFKA_CONTROLLER_PORT=$((KAFKA_PORT + 1))
 MONGO_PORT=${HOOKBAY_INFRA_MONGO_PORT:-27017}
 REDIS_PORT=${HOOKBAY_INFRA_REDIS_PORT:-6379}
 PG_PORT=${HOOKBAY_INFRA_PG_PORT:-5433}
-BACKEND=${HOOKBAY_FERRETDB_BACKEND:-sqlite}
+BACKEND=${HOOKBAY_FERRETDB_BACKEND:-postgresql}
 KAFKA_LIBS="$CACHE/kafka-$KAFKA_VERSION/libs"
 FERRETDB_BIN="$CACHE/ferretdb-$FERRETDB_VERSION/ferretdb"
 PG_BIN=/usr/lib/postgresql/15/bin
@@ -187,7 +187,6 @@ up_ferretdb() {
   claim_port ferretdb "$MONGO_PORT"
   local backend_args
   if [ "$BACKEND" = postgresql ]; then
-    up_postgres
     backend_args=(--handler=postgresql "--postgresql-url=postgres://hookbay@127.0.0.1:$PG_PORT/ferretdb")
   else
     mkdir -p "$RUN/ferretdb/sqlite"
@@ -222,8 +221,9 @@ stop() { # name
 }
 
 status() {
-  local name
-  for name in kafka ferretdb postgres redis; do
+  local name names=(kafka ferretdb redis)
+  [ "$BACKEND" = postgresql ] && names=(kafka ferretdb postgres redis)
+  for name in "${names[@]}"; do
     if running "$name"; then echo "$name: running (pid $(cat "$(pidfile "$name")"))"
     else echo "$name: stopped"; fi
   done
@@ -232,7 +232,13 @@ status() {
 mkdir -p "$RUN"
 case "${1:-}" in
   install) install_all ;;
-  up) install_all; up_kafka; up_ferretdb; up_redis ;;
+  up)
+    install_all
+    up_kafka
+    if [ "$BACKEND" = postgresql ]; then up_postgres; fi
+    up_ferretdb
+    up_redis
+    ;;
   down) stop ferretdb; stop postgres; stop kafka; stop redis ;;
   status) status ;;
   *) echo "usage: $0 install|up|down|status" >&2; exit 2 ;;

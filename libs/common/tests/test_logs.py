@@ -2,11 +2,23 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
 import structlog
 
 from hookbay_common.logs import configure_logging, get_logger
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """configure_logging changes process-wide state; put it back for the tests that follow."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    structlog.reset_defaults()
 
 
 class TestLogging:

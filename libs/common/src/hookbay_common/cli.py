@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -147,6 +148,8 @@ def _fail(message: str) -> None:
 def hookbay(ctx: click.Context, as_json: bool) -> None:
     """hookbay: self-hosted webhook intake. Settings come from HOOKBAY_* variables."""
     ctx.ensure_object(CliState).json = as_json
+    for library in ("aiokafka", "pymongo"):  # failures are reported once, as one line, by _Shell
+        logging.getLogger(library).setLevel(logging.CRITICAL)
 
 
 @hookbay.command("migrate")
