@@ -17,6 +17,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from pathlib import Path
 from types import FrameType
 
@@ -24,8 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
 BIN = Path(sys.executable).parent
 
-# (name, argv, port): grows as services land; each must stop cleanly on SIGTERM
-SERVICES: list[tuple[str, list[str], int]] = []
+# (name, argv, port variable, default port): grows as services land; each stops cleanly on SIGTERM
+SERVICES: list[tuple[str, list[str], str, int]] = [
+    ("ingest", [sys.executable, "-m", "hookbay_ingest"], "HOOKBAY_INGEST_PORT", 8080),
+]
 
 
 def environment() -> dict[str, str]:
@@ -69,7 +73,7 @@ def banner(env: dict[str, str], demo: dict[str, object]) -> str:
     body = '{"order_id": 1234, "status": "paid"}'
     signature = hmac.new(str(demo["secret"]).encode(), body.encode(), hashlib.sha256).hexdigest()
     token = demo["token"] or "(issued on the first run; `hookbay token create demo` for a new one)"
-    started = ", ".join(name for name, _, _ in SERVICES) or "none yet"
+    started = ", ".join(name for name, *_ in SERVICES) or "none yet"
     return f"""
 hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]}, MongoDB-wire {env["HOOKBAY_MONGO_URL"]}, Redis {env["HOOKBAY_REDIS_URL"]})
 
@@ -83,6 +87,7 @@ hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]},
       -H 'X-Service-Signature: sha256={signature}' \\
       -d '{body}'
 
+  health:     http://127.0.0.1:{env.get("HOOKBAY_INGEST_PORT", "8080")}/readyz  (metrics: /metrics)
   manage:     .venv/bin/hookbay webhook list demo
   stop:       Ctrl-C
 """
@@ -95,8 +100,26 @@ class Supervisor:
         self.stopping = threading.Event()
 
     def start(self) -> None:
-        for name, argv, _port in SERVICES:
+        for name, argv, _, _ in SERVICES:
             self.children.append((name, subprocess.Popen(argv, env=self.env, cwd=ROOT)))
+
+    def wait_ready(self, timeout: float = 60) -> bool:
+        """Until every service answers 200 on /readyz; False when one exits or time runs out."""
+        deadline = time.monotonic() + timeout
+        for (name, _, port_variable, default), (_, child) in zip(
+            SERVICES, self.children, strict=True
+        ):
+            url = f"http://127.0.0.1:{self.env.get(port_variable, default)}/readyz"
+            while not _answers(url):
+                if (
+                    child.poll() is not None
+                    or self.stopping.is_set()
+                    or time.monotonic() > deadline
+                ):
+                    print(f"run: {name} did not become ready ({url})", file=sys.stderr)
+                    return False
+                time.sleep(0.2)
+        return True
 
     def wait(self) -> int:
         """Until a signal arrives (0) or a service exits by itself (1)."""
@@ -122,6 +145,14 @@ class Supervisor:
                 child.kill()
 
 
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback http
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 def main() -> int:
     env = environment()
     supervisor = Supervisor(env)
@@ -142,8 +173,9 @@ def main() -> int:
             check=True, env=env, capture_output=True, text=True,
         )  # fmt: skip
         supervisor.start()
-        print(banner(env, json.loads(seeded.stdout)), flush=True)
-        status = supervisor.wait()
+        if supervisor.wait_ready():
+            print(banner(env, json.loads(seeded.stdout)), flush=True)
+            status = supervisor.wait()
     except subprocess.CalledProcessError as exc:
         print(
             f"run: {' '.join(map(str, exc.cmd))} failed with status {exc.returncode}",

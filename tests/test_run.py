@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+import pytest
 from pymongo import MongoClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +58,31 @@ def stop(proc: subprocess.Popen[str]) -> str:
     return rest
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
 class TestRun:
+    @pytest.fixture
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        port = free_port()
+        return {
+            **env,
+            "HOOKBAY_INGEST_PORT": str(port),
+            "HOOKBAY_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        }
+
     def test_seeds_demo_prints_next_steps_and_stops_on_sigint(self, env: dict[str, str]) -> None:
         first = start(env)
         try:
@@ -67,7 +96,8 @@ class TestRun:
         assert token is not None, output
         body = '{"order_id": 1234, "status": "paid"}'
         signature = hmac.new(b"demo-signing-secret", body.encode(), hashlib.sha256).hexdigest()
-        assert "curl -sS -X POST 'http://127.0.0.1:8080/w/demo/orders'" in output
+        url = f"{env['HOOKBAY_PUBLIC_URL']}/w/demo/orders"
+        assert f"curl -sS -X POST '{url}'" in output
         assert f"X-Service-Signature: sha256={signature}" in output
         assert output.rstrip().endswith("run: stopped")
         with MongoClient(env["HOOKBAY_MONGO_URL"]) as client:
@@ -78,6 +108,16 @@ class TestRun:
         second = start(env)  # idempotent: the demo data exists already
         try:
             output = read_until(second, "stop:       Ctrl-C")
+            # the printed curl works: signed with the demo secret, accepted by the running ingest
+            headers = {
+                "Content-Type": "application/json",
+                "X-Service-Signature": f"sha256={signature}",
+            }
+            status, answer = post(url, body.encode(), headers)
+            assert status == 200, answer
+            assert answer["success"] is True
+            status, answer = post(url, body.encode(), {"X-Service-Signature": "sha256=00"})
+            assert (status, answer["error"]) == (401, "Invalid signature")
         finally:
             output += stop(second)
         assert second.returncode == 0, output

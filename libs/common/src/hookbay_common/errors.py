@@ -19,6 +19,8 @@ class HookbayError(Exception):
         super().__init__(message)
         self.message = message
         self.fields = fields
+        self.headers: dict[str, str] = {}
+        """Response headers that belong to the error (``Retry-After``, ``Allow``)."""
 
     def body(self) -> dict[str, Any]:
         return {"error": self.error, "message": self.message, **self.fields}

@@ -71,6 +71,9 @@ class UserRepository:
             raise UserNotFound(username)
         return _from_document(doc)
 
+    async def count(self) -> int:
+        return await self._users.count_documents({})
+
     async def changed_since(self, moment: datetime) -> list[User]:
         cursor = self._users.find({"updated_at": {"$gte": moment}})
         return [_from_document(doc) async for doc in cursor]

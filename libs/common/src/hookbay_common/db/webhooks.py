@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import SecretStr
@@ -63,6 +64,13 @@ class WebhookRepository:
     async def list_for_owner(self, username: str) -> list[Webhook]:
         cursor = self._webhooks.find({"username": username}).sort("name", 1)
         return [self._from_document(doc) async for doc in cursor]
+
+    async def changed_since(self, moment: datetime) -> list[Webhook]:
+        cursor = self._webhooks.find({"updated_at": {"$gte": moment}})
+        return [self._from_document(doc) async for doc in cursor]
+
+    async def count(self) -> int:
+        return await self._webhooks.count_documents({})
 
     async def list_all(self) -> list[Webhook]:
         return [self._from_document(doc) async for doc in self._webhooks.find({})]

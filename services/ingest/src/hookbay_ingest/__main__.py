@@ -1,0 +1,41 @@
+"""``python -m hookbay_ingest``: serve the receiving endpoint with uvicorn (uvloop + httptools).
+
+SIGTERM: uvicorn stops accepting, finishes in-flight requests, then the lifespan flushes the
+Kafka producer; nothing is answered 200 that Kafka did not acknowledge.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+from pydantic import ValidationError
+
+from hookbay_common.errors import HookbayError
+from hookbay_common.logs import configure_logging
+from hookbay_ingest.app import create_app
+from hookbay_ingest.settings import IngestSettings
+
+
+def main() -> None:
+    try:
+        settings = IngestSettings()  # type: ignore[call-arg]
+        configure_logging(settings.log_level, service="ingest")
+        app = create_app(settings)
+    except (ValidationError, HookbayError) as exc:
+        print(f"hookbay-ingest: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
+        sys.exit(2)
+    uvicorn.run(
+        app,
+        host=settings.ingest_host,
+        port=settings.ingest_port,
+        loop="uvloop",
+        http="httptools",
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=30,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+"""The ingest app: ``POST /w/{username}/{webhook-name}`` plus health, readiness and metrics.
+
+The receiving route is a plain Starlette route (no FastAPI parameter parsing on the hot path).
+Order of checks (DESIGN.md §3): method → names → user → webhook → active → rate limit → declared
+size → body (counted while streaming) → signature → capture → produce (acks=all) → 200.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+from fastapi import FastAPI
+from redis.exceptions import RedisError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route, request_response
+from starlette.types import Receive, Scope, Send
+from structlog.contextvars import bound_contextvars
+
+from hookbay_common import topics
+from hookbay_common.clock import utcnow
+from hookbay_common.db import UserRepository, WebhookRepository
+from hookbay_common.db import client as db_client
+from hookbay_common.errors import HookbayError, WebhookNotFound
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.kafka import create_producer
+from hookbay_common.logs import get_logger
+from hookbay_common.metrics import asgi_app
+from hookbay_common.models import Event, EventStatus, RejectedReason, User, Webhook
+from hookbay_common.names import is_valid_username, is_valid_webhook_name
+from hookbay_common.plans import Plan, PlanBook, load_plans
+from hookbay_common.secrets_box import SecretBox
+from hookbay_common.wire import encode_event
+from hookbay_ingest.capture import SIGNATURE_HEADER, capture_headers, client_ip, signature_valid
+from hookbay_ingest.errors import (
+    InvalidPath,
+    InvalidSignature,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    QueueUnavailable,
+    RateLimited,
+    UnknownUser,
+    WebhookInactive,
+)
+from hookbay_ingest.metrics import IngestMetrics
+from hookbay_ingest.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
+from hookbay_ingest.settings import IngestSettings
+from hookbay_ingest.view import ConfigView
+
+log = get_logger("hookbay.ingest")
+JSON = "application/json"
+
+
+class Ingest:
+    """Everything a receiving request needs, opened by the app's lifespan."""
+
+    def __init__(self, settings: IngestSettings, plans: PlanBook) -> None:
+        self.settings = settings
+        self.plans = plans
+        self.metrics = IngestMetrics()
+        self.producer_ready = False
+        self._connect_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Open the clients (inside the server's event loop) and load the configuration view."""
+        settings = self.settings
+        self.mongo = db_client.connect(settings.mongo_url)
+        db = db_client.database(self.mongo)
+        box = SecretBox(settings.secret_key.get_secret_value())
+        self.view = ConfigView(
+            UserRepository(db), WebhookRepository(db, box),
+            refresh_interval=settings.view_refresh_interval,
+        )  # fmt: skip
+        self.limiter: RateLimiter = create_rate_limiter(settings.redis_url)
+        self.producer: AIOKafkaProducer = create_producer(
+            settings.kafka_bootstrap, client_id="hookbay-ingest"
+        )
+        await self.view.start()
+        self._connect_task = asyncio.create_task(self._connect_producer(), name="kafka-connect")
+
+    async def _connect_producer(self) -> None:
+        """Keep trying until the broker answers: ingest serves 503s meanwhile, never 200s."""
+        while True:
+            try:
+                await self.producer.start()
+            except KafkaError:
+                log.warning("kafka_unreachable", bootstrap=self.settings.kafka_bootstrap)
+                await asyncio.sleep(2)
+            else:
+                self.producer_ready = True
+                log.info("kafka_connected")
+                return
+
+    async def stop(self) -> None:
+        """Flush the producer last: every request that got a 200 is already acknowledged."""
+        if self._connect_task is not None:
+            self._connect_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connect_task
+        await self.view.stop()
+        await self.producer.stop()
+        await self.limiter.close()
+        await self.mongo.close()
+
+    # --- the receiving endpoint -------------------------------------------------------------
+
+    async def receive(self, request: Request) -> Response:
+        started = time.perf_counter()
+        request_id = new_id(IdPrefix.REQUEST)
+        with bound_contextvars(request_id=request_id):
+            try:
+                response = await self._receive(request, request_id)
+            except HookbayError as exc:
+                response = _error_response(exc)
+                if exc.status_code >= 500:
+                    log.warning("request_failed", status=exc.status_code, error=exc.error)
+            except Exception:
+                log.exception("request_crashed")
+                response = _error_response(
+                    HookbayError("unexpected error; the event was not stored", requestId=request_id)
+                )
+        self.metrics.requests.labels(str(response.status_code)).inc()
+        self.metrics.latency.observe(time.perf_counter() - started)
+        return response
+
+    async def _receive(self, request: Request, request_id: str) -> Response:
+        if request.method != "POST":
+            raise MethodNotAllowed(request.method)
+        username = request.path_params["username"]
+        name = request.path_params["webhook_name"]
+        user, webhook = self._lookup(username, name)
+        await self._check_rate(user)
+        body = await self._read_body(request)
+        event = self._capture(request, request_id, webhook, body)
+        if event.signature_valid is False:
+            await self._produce(event, best_effort=True)
+            raise InvalidSignature(request_id)
+        await self._produce(event)
+        self.metrics.body_size.observe(len(body))
+        return Response(
+            json.dumps({"success": True, "requestId": request_id}).encode(), media_type=JSON
+        )
+
+    def _lookup(self, username: str, name: str) -> tuple[User, Webhook]:
+        if not is_valid_username(username):
+            raise InvalidPath(f"invalid username {username!r} in the path", username=username)
+        if not is_valid_webhook_name(name):
+            raise InvalidPath(f"invalid webhook name {name!r} in the path", webhookName=name)
+        user = self.view.user(username)
+        if user is None:
+            raise UnknownUser(username)
+        webhook = self.view.webhook(username, name)
+        if webhook is None:
+            raise WebhookNotFound(username, name)
+        if not webhook.active:
+            raise WebhookInactive()
+        return user, webhook
+
+    def _plan(self, user: User) -> Plan:
+        if user.plan in self.plans:
+            return self.plans.get(user.plan)
+        return self.plans.get(
+            self.plans.default
+        )  # plan removed from the file: the default's limits
+
+    async def _check_rate(self, user: User) -> None:
+        plan = self._plan(user)
+        try:
+            decision = await self.limiter.hit(user.username, plan.rate_per_minute)
+        except RedisError:
+            # fail open: the limit protects capacity, it is not a correctness guarantee; an
+            # intake that refused every webhook while Redis restarts would lose senders' events
+            log.warning("rate_limiter_unavailable", owner=user.username)
+            return
+        if not decision.allowed:
+            self.metrics.rate_limited.inc()
+            raise RateLimited(plan.rate_label, plan.name, decision.retry_after)
+
+    async def _read_body(self, request: Request) -> bytes:
+        limit = self.settings.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                raise InvalidPath("Content-Length is not a number")
+            if int(declared) > limit:
+                raise PayloadTooLarge(limit, int(declared))
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(limit, None)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _capture(self, request: Request, request_id: str, webhook: Webhook, body: bytes) -> Event:
+        headers = capture_headers(request.headers.raw)
+        valid: bool | None = None
+        if webhook.secret is not None:
+            valid = signature_valid(
+                body, webhook.secret.get_secret_value(), headers.get(SIGNATURE_HEADER)
+            )
+        peer = request.client.host if request.client else "unknown"
+        return Event(
+            id=new_id(IdPrefix.EVENT),
+            request_id=request_id,
+            webhook_id=webhook.id,
+            username=webhook.username,
+            webhook_name=webhook.name,
+            client_ip=client_ip(
+                peer, headers.get("x-forwarded-for"), self.settings.trusted_proxies
+            ),
+            request_headers=headers,
+            body=body,
+            content_type=headers.get("content-type"),
+            signature_valid=valid,
+            status=EventStatus.FAILED if valid is False else EventStatus.PENDING,
+            rejected_reason=RejectedReason.INVALID_SIGNATURE if valid is False else None,
+            created_at=utcnow(),
+        )
+
+    async def _produce(self, event: Event, *, best_effort: bool = False) -> None:
+        """Return only once Kafka acknowledged the event (acks=all); else ``QueueUnavailable``."""
+        if not self.producer_ready:
+            if best_effort:
+                return
+            raise QueueUnavailable()
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(
+                self.producer.send_and_wait(
+                    topics.EVENTS, encode_event(event), key=event.username.encode()
+                ),
+                timeout=self.settings.produce_timeout,
+            )
+        except (KafkaError, TimeoutError):
+            log.warning("produce_failed", event_id=event.id, best_effort=best_effort)
+            if not best_effort:
+                raise QueueUnavailable() from None
+            return
+        self.metrics.produce_latency.observe(time.perf_counter() - started)
+
+
+class _Endpoint:
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
+        self._app = request_response(handler)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+
+def _error_response(exc: HookbayError) -> Response:
+    return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers)
+
+
+def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastAPI:
+    ingest = Ingest(settings, plans or load_plans(settings.plans_file))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await ingest.start()
+        try:
+            yield
+        finally:
+            await ingest.stop()
+
+    app = FastAPI(
+        title="hookbay ingest", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    app.state.ingest = ingest
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        checks: dict[str, Any] = {
+            "kafka": ingest.producer_ready,
+            "config_view": ingest.view.loaded,
+        }
+        if isinstance(ingest.limiter, RedisRateLimiter):
+            checks["redis"] = await ingest.limiter.ping()
+        ready = all(checks.values())
+        return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
+
+    # an ASGI callable, not a function: Starlette then routes every method here, so the 405 is ours
+    app.router.routes.append(Route("/w/{username}/{webhook_name}", _Endpoint(ingest.receive)))
+    app.router.routes.append(Mount("/metrics", app=asgi_app(ingest.metrics.registry)))  # type: ignore[arg-type]
+    return app

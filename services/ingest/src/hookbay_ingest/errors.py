@@ -1,0 +1,87 @@
+"""The receiving endpoint's errors, with the bodies of spec §7 and DESIGN.md §3."""
+
+from __future__ import annotations
+
+from hookbay_common.errors import (
+    Forbidden,
+    HookbayError,
+    InvalidRequest,
+    ServiceUnavailable,
+    Unauthorized,
+)
+
+
+class MethodNotAllowed(HookbayError):
+    status_code = 405
+    error = "Method not allowed"
+
+    def __init__(self, method: str) -> None:
+        super().__init__(f"{method} is not allowed here; send webhooks with POST")
+        self.headers["Allow"] = "POST"
+
+
+class InvalidPath(InvalidRequest):
+    """A path segment that breaks the name grammar (400)."""
+
+
+class UnknownUser(Forbidden):
+    error = "User not found"
+
+    def __init__(self, username: str) -> None:
+        super().__init__(f"no user named {username!r}", username=username)
+
+
+class WebhookInactive(Forbidden):
+    error = "Webhook is not active"
+
+    def __init__(self) -> None:
+        super().__init__("This webhook has been deactivated")
+
+
+class InvalidSignature(Unauthorized):
+    error = "Invalid signature"
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__("Signature verification failed", requestId=request_id)
+
+
+class PayloadTooLarge(HookbayError):
+    status_code = 413
+    error = "Payload too large"
+
+    def __init__(self, limit: int, received: int | None) -> None:
+        shown = _megabytes(received) if received is not None else f"more than {_megabytes(limit)}"
+        super().__init__(
+            f"the body exceeds the {_megabytes(limit)} limit; shrink it or split it",
+            limit=_megabytes(limit),
+            received=shown,
+        )
+
+
+class RateLimited(HookbayError):
+    status_code = 429
+    error = "Rate limit exceeded"
+
+    def __init__(self, limit: str, plan: str, retry_after: int) -> None:
+        super().__init__(
+            f"too many requests for plan {plan!r}; retry in {retry_after} s",
+            limit=limit,
+            plan=plan,
+            retryAfter=retry_after,
+        )
+        self.headers["Retry-After"] = str(retry_after)
+
+
+class QueueUnavailable(ServiceUnavailable):
+    def __init__(self, retry_after: int = 5) -> None:
+        super().__init__(
+            "the event could not be queued durably; nothing was stored, retry later",
+            retryAfter=retry_after,
+        )
+        self.headers["Retry-After"] = str(retry_after)
+
+
+def _megabytes(size: int) -> str:
+    """Exact decimal megabytes, as the limit is stated: 4,500,000 → ``"4.5 MB"``,
+    4,500,001 → ``"4.500001 MB"`` (never rounded onto the limit)."""
+    return f"{size / 1_000_000:.6f}".rstrip("0").rstrip(".") + " MB"

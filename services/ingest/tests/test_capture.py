@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+
+import pytest
+
+from hookbay_ingest.capture import capture_headers, client_ip, signature_valid
+from hookbay_ingest.errors import PayloadTooLarge
+
+TRUSTED = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("192.168.1.1/32"))
+
+
+class TestCaptureHeaders:
+    def test_lowercases_and_joins_repeats_in_order(self) -> None:
+        raw = [
+            (b"Content-Type", b"text/plain"),
+            (b"X-A", b"1"),
+            (b"x-a", b"2"),
+            (b"X-\xe9", b"\xff"),
+        ]
+        assert capture_headers(raw) == {
+            "content-type": "text/plain",
+            "x-a": "1, 2",
+            "x-\xe9": "\xff",
+        }
+
+
+class TestClientIp:
+    @pytest.mark.parametrize(
+        ("peer", "xff", "expected"),
+        [
+            ("203.0.113.9", None, "203.0.113.9"),
+            ("203.0.113.9", "1.2.3.4", "203.0.113.9"),  # untrusted peer: header ignored
+            ("10.1.2.3", "1.2.3.4", "1.2.3.4"),
+            ("10.1.2.3", "6.6.6.6, 1.2.3.4, 192.168.1.1", "1.2.3.4"),  # right-most untrusted
+            ("10.1.2.3", "10.9.9.9, 10.8.8.8", "10.9.9.9"),  # all trusted: the left-most
+            ("10.1.2.3", "garbage", "10.1.2.3"),
+            ("10.1.2.3", " , ", "10.1.2.3"),
+        ],
+    )
+    def test_forwarded_for_only_from_trusted_proxies(
+        self, peer: str, xff: str | None, expected: str
+    ) -> None:
+        assert client_ip(peer, xff, TRUSTED) == expected
+
+
+class TestSignatureValid:
+    BODY = b'{"a": 1}'
+    SECRET = "s3cret-value"
+    GOOD = hmac.new(SECRET.encode(), BODY, hashlib.sha256).hexdigest()
+
+    @pytest.mark.parametrize(
+        "value", [GOOD, GOOD.upper(), f"sha256={GOOD}", f"SHA256={GOOD}", f"  {GOOD}\n"]
+    )
+    def test_accepted_forms(self, value: str) -> None:
+        assert signature_valid(self.BODY, self.SECRET, value)
+
+    @pytest.mark.parametrize("value", [None, "", GOOD[:-1], GOOD + "0", "sha1=" + GOOD, "ü" * 64])
+    def test_refused(self, value: str | None) -> None:
+        assert not signature_valid(self.BODY, self.SECRET, value)
+
+    def test_other_body(self) -> None:
+        assert not signature_valid(b"{}", self.SECRET, self.GOOD)
+
+
+class TestSizeLabels:
+    @pytest.mark.parametrize(
+        ("received", "label"),
+        [
+            (4_500_001, "4.500001 MB"),
+            (5_200_000, "5.2 MB"),
+            (6_000_000, "6 MB"),
+            (None, "more than 4.5 MB"),
+        ],
+    )
+    def test_exact_decimal_megabytes(self, received: int | None, label: str) -> None:
+        body = PayloadTooLarge(4_500_000, received).body()
+        assert body["limit"] == "4.5 MB"
+        assert body["received"] == label

@@ -1,0 +1,89 @@
+"""Helpers for tests that drive the ingest app: a stack handle and a Kafka probe."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from pydantic import SecretStr
+
+from hookbay_common import topics
+from hookbay_common.db import UserRepository, WebhookRepository
+from hookbay_common.models import Event, User, Webhook
+from hookbay_common.settings import Settings
+from hookbay_common.wire import decode_event
+from hookbay_ingest.app import Ingest
+from hookbay_ingest.settings import IngestSettings
+from tests.support.factories import create_user, create_webhook
+
+
+@dataclass
+class Stack:
+    client: httpx.AsyncClient
+    ingest: Ingest
+    users: UserRepository
+    webhooks: WebhookRepository
+
+    async def owner(self, plan: str = "pro", **webhook: Any) -> tuple[User, Webhook]:
+        """A new user with one webhook, visible to ingest at once."""
+        user = await self.users.create(create_user(plan=plan))
+        if "secret" in webhook and isinstance(webhook["secret"], str):
+            webhook["secret"] = SecretStr(webhook["secret"])
+        hook = await self.webhooks.create(create_webhook(username=user.username, **webhook))
+        await self.ingest.view.refresh()
+        return user, hook
+
+    async def post(
+        self, user: User, hook: Webhook, body: bytes = b"{}", **kw: Any
+    ) -> httpx.Response:
+        return await self.client.post(f"/w/{user.username}/{hook.name}", content=body, **kw)
+
+
+def ingest_settings(settings: Settings, **overrides: Any) -> IngestSettings:
+    fields = {**settings.model_dump(), "view_refresh_interval": 0.2, **overrides}
+    return IngestSettings(**fields)
+
+
+class Probe:
+    """Reads ``hookbay.events`` from the end as it was when the probe started."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._bootstrap = bootstrap
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_bytes=32 * 1024 * 1024,
+            max_partition_fetch_bytes=topics.MAX_MESSAGE_BYTES,
+        )  # fmt: skip
+        self.seen: dict[str, Event] = {}
+
+    async def start(self) -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=self._bootstrap)
+        await admin.start()
+        try:
+            (described,) = await admin.describe_topics([topics.EVENTS])
+        finally:
+            await admin.close()
+        partitions = [p["partition"] for p in described["partitions"]]
+        assert partitions, f"topic {topics.EVENTS} has no partitions"
+        await self._consumer.start()
+        assigned = [TopicPartition(topics.EVENTS, p) for p in partitions]
+        self._consumer.assign(assigned)
+        await self._consumer.seek_to_end(*assigned)
+        for tp in assigned:  # resolve the end offsets now, before the test produces
+            await self._consumer.position(tp)
+
+    async def events(self, *request_ids: str, timeout: float = 20) -> list[Event]:
+        async with asyncio.timeout(timeout):
+            while not all(rid in self.seen for rid in request_ids):
+                batch = await self._consumer.getmany(timeout_ms=200)
+                for records in batch.values():
+                    for record in records:
+                        event = decode_event(record.value)
+                        self.seen[event.request_id] = event
+        return [self.seen[rid] for rid in request_ids]
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
