@@ -6,6 +6,7 @@
 #   deploy/local/infra.sh up        install, then start whatever is not running; wait until each answers
 #   deploy/local/infra.sh down      stop exactly what `up` started (by pid file)
 #   deploy/local/infra.sh status    one line per server
+#   up/down take an optional subset, e.g. `infra.sh up kafka` (tests run a private broker this way)
 #
 # Settings (environment): HOOKBAY_CACHE (default <repo>/.cache), HOOKBAY_INFRA_RUN (pids, data, logs;
 # default $HOOKBAY_CACHE/run), HOOKBAY_INFRA_KAFKA_PORT (9092),
@@ -229,17 +230,30 @@ status() {
   done
 }
 
+wanted() { # name: true when no names were given or this one was
+  [ ${#ONLY[@]} -eq 0 ] && return 0
+  local n; for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done
+  return 1
+}
+
 mkdir -p "$RUN"
-case "${1:-}" in
+command=${1:-}; shift || true
+ONLY=("$@")  # optional subset: kafka ferretdb postgres redis
+for n in "${ONLY[@]}"; do
+  case "$n" in kafka|ferretdb|postgres|redis) ;; *) die "unknown server '$n' (kafka, ferretdb, postgres, redis)" ;; esac
+done
+case "$command" in
   install) install_all ;;
   up)
     install_all
-    up_kafka
-    if [ "$BACKEND" = postgresql ]; then up_postgres; fi
-    up_ferretdb
-    up_redis
+    if wanted kafka; then up_kafka; fi
+    if [ "$BACKEND" = postgresql ] && { wanted postgres || wanted ferretdb; }; then up_postgres; fi
+    if wanted ferretdb; then up_ferretdb; fi
+    if wanted redis; then up_redis; fi
     ;;
-  down) stop ferretdb; stop postgres; stop kafka; stop redis ;;
+  down)
+    for n in ferretdb postgres kafka redis; do if wanted "$n"; then stop "$n"; fi; done
+    ;;
   status) status ;;
-  *) echo "usage: $0 install|up|down|status" >&2; exit 2 ;;
+  *) echo "usage: $0 install|up|down|status [kafka|ferretdb|postgres|redis ...]" >&2; exit 2 ;;
 esac

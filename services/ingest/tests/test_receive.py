@@ -8,12 +8,15 @@ import hmac
 import time
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 from hookbay_common.ids import IdPrefix, has_prefix
 from hookbay_common.models import EventStatus, RejectedReason
+from hookbay_common.settings import Settings
+from hookbay_ingest.app import create_app
 from tests.support.factories import create_webhook
-from tests.support.ingest import Probe, Stack
+from tests.support.ingest import Probe, Stack, ingest_settings
 
 LIMIT = 4_500_000
 BODIES = {
@@ -316,3 +319,24 @@ class TestOperations:
             "hookbay_ingest_rate_limited_total",
         ):
             assert metric in text
+
+
+class TestReplicas:
+    async def test_two_ingest_replicas_share_one_limit_through_redis(
+        self, stack: Stack, settings: Settings
+    ) -> None:
+        user, hook = await stack.owner(plan="free")
+        second = create_app(ingest_settings(settings))
+        async with second.router.lifespan_context(second):
+            async with asyncio.timeout(30):
+                while not second.state.ingest.producer_ready:
+                    await asyncio.sleep(0.05)
+            transport = httpx.ASGITransport(app=second)
+            async with httpx.AsyncClient(transport=transport, base_url="http://replica-2") as other:
+                url = f"/w/{user.username}/{hook.name}"
+                statuses = []
+                for i in range(12):
+                    client = stack.client if i % 2 else other
+                    statuses.append((await client.post(url, content=b"{}")).status_code)
+        assert statuses.count(200) == 10
+        assert statuses[10:] == [429, 429]

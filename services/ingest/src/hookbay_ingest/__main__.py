@@ -1,7 +1,8 @@
 """``python -m hookbay_ingest``: serve the receiving endpoint with uvicorn (uvloop + httptools).
 
 SIGTERM: uvicorn stops accepting, finishes in-flight requests, then the lifespan flushes the
-Kafka producer; nothing is answered 200 that Kafka did not acknowledge.
+Kafka producer (logged as ``ingest_stopped``); nothing is answered 200 that Kafka did not
+acknowledge. uvicorn then re-raises the signal, so the exit status is that of SIGTERM.
 """
 
 from __future__ import annotations

@@ -105,9 +105,10 @@ class Ingest:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._connect_task
         await self.view.stop()
-        await self.producer.stop()
+        await self.producer.stop()  # flushes: waits for every pending acknowledgement
         await self.limiter.close()
         await self.mongo.close()
+        log.info("ingest_stopped")
 
     # --- the receiving endpoint -------------------------------------------------------------
 

@@ -1,0 +1,218 @@
+"""Ingest against failures: a Kafka outage (503, then recovery with nothing 200'd lost) and
+SIGTERM with requests in flight (they finish with 200 and are in Kafka)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from hookbay_common import topics
+from hookbay_common.db import Database, UserRepository, WebhookRepository
+from hookbay_common.kafka import ensure_topics
+from hookbay_common.secrets_box import SecretBox
+from hookbay_common.settings import Settings
+from hookbay_common.wire import decode_event
+from hookbay_ingest.app import Ingest, create_app
+from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
+from tests.support.ingest import ingest_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+INFRA = ROOT / "deploy" / "local" / "infra.sh"
+
+
+def free_port_pair() -> int:
+    """A port whose successor is free too (the broker's controller listens on port + 1)."""
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port = int(first.getsockname()[1])
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError("no free port pair")
+
+
+class PrivateBroker:
+    def __init__(self, run_dir: Path) -> None:
+        self.port = free_port_pair()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self._env = {
+            **os.environ,
+            "HOOKBAY_INFRA_RUN": str(run_dir),
+            "HOOKBAY_INFRA_KAFKA_PORT": str(self.port),
+        }
+
+    def up(self) -> None:
+        subprocess.run(
+            [str(INFRA), "up", "kafka"], env=self._env, check=True, capture_output=True, timeout=120
+        )
+
+    def down(self) -> None:
+        subprocess.run(
+            [str(INFRA), "down", "kafka"],
+            env=self._env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[PrivateBroker]:
+    broker = PrivateBroker(tmp_path)
+    broker.up()
+    yield broker
+    broker.down()
+
+
+async def read_topic(bootstrap: str, partitions: int, expected: set[str]) -> list[str]:
+    """Every request id on ``hookbay.events`` from the start, until ``expected`` are all seen."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    seen: list[str] = []
+    try:
+        assigned = [TopicPartition(topics.EVENTS, p) for p in range(partitions)]
+        consumer.assign(assigned)
+        await consumer.seek_to_beginning(*assigned)
+        async with asyncio.timeout(30):
+            while not expected <= set(seen):
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    seen.extend(decode_event(r.value).request_id for r in records)
+        for records in (await consumer.getmany(timeout_ms=500)).values():  # and nothing more after
+            seen.extend(decode_event(r.value).request_id for r in records)
+    finally:
+        await consumer.stop()
+    return seen
+
+
+async def owner(db: Database) -> tuple[str, str]:
+    user = await UserRepository(db).create(create_user(plan="pro"))
+    hook = await WebhookRepository(db, SecretBox(TEST_SECRET_KEY)).create(
+        create_webhook(username=user.username)
+    )
+    return user.username, hook.name
+
+
+class TestKafkaOutage:
+    async def test_503_while_down_and_nothing_200d_is_lost(
+        self, broker: PrivateBroker, settings: Settings, db: Database
+    ) -> None:
+        await ensure_topics(broker.bootstrap, partitions=2)
+        username, name = await owner(db)
+        app = create_app(
+            ingest_settings(
+                settings, kafka_bootstrap=broker.bootstrap, kafka_partitions=2, produce_timeout=2
+            )
+        )
+        ingest: Ingest = app.state.ingest
+        accepted: set[str] = set()
+        async with app.router.lifespan_context(app):
+            async with asyncio.timeout(30):
+                while not ingest.producer_ready:
+                    await asyncio.sleep(0.05)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as client:
+                url = f"/w/{username}/{name}"
+                for i in range(10):
+                    response = await client.post(url, content=f"before-{i}".encode())
+                    assert response.status_code == 200
+                    accepted.add(response.json()["requestId"])
+
+                broker.down()
+                refused = await client.post(url, content=b"during")
+                assert refused.status_code == 503
+                body = refused.json()
+                assert body["error"] == "Service unavailable"
+                assert isinstance(body["retryAfter"], int)
+                assert refused.headers["retry-after"] == str(body["retryAfter"])
+
+                broker.up()
+                async with asyncio.timeout(60):  # the producer reconnects by itself
+                    while True:
+                        response = await client.post(url, content=b"after")
+                        if response.status_code == 200:
+                            accepted.add(response.json()["requestId"])
+                            break
+                        assert response.status_code == 503
+                        await asyncio.sleep(0.5)
+                for i in range(10):
+                    response = await client.post(url, content=f"again-{i}".encode())
+                    assert response.status_code == 200
+                    accepted.add(response.json()["requestId"])
+        on_topic = await read_topic(broker.bootstrap, 2, accepted)
+        assert accepted <= set(on_topic)
+        assert all(
+            on_topic.count(rid) == 1 for rid in accepted
+        )  # idempotent producer: no duplicates
+
+
+class TestGracefulShutdown:
+    async def test_sigterm_finishes_in_flight_requests(
+        self, env: dict[str, str], db: Database, kafka_bootstrap: str
+    ) -> None:
+        username, name = await owner(db)
+        port = free_port_pair()
+        proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
+            [sys.executable, "-m", "hookbay_ingest"],
+            env={**os.environ, **env, "HOOKBAY_INGEST_PORT": str(port), "HOOKBAY_INGEST_HOST": "127.0.0.1"},
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        base = f"http://127.0.0.1:{port}"
+        try:
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                async with asyncio.timeout(60):
+                    while True:
+                        try:
+                            if (await client.get("/readyz")).status_code == 200:
+                                break
+                        except httpx.TransportError:
+                            pass
+                        await asyncio.sleep(0.2)
+                first_chunk_sent = asyncio.Event()
+                release = asyncio.Event()
+
+                async def slow_body() -> AsyncIterator[bytes]:
+                    yield b'{"part": 1,'
+                    first_chunk_sent.set()
+                    await release.wait()
+                    yield b' "part2": 2}'
+
+                in_flight = asyncio.create_task(
+                    client.post(f"/w/{username}/{name}", content=slow_body())
+                )
+                await first_chunk_sent.wait()
+                proc.send_signal(signal.SIGTERM)
+                await asyncio.sleep(0.5)  # let uvicorn begin its shutdown before the body completes
+                release.set()
+                response = await in_flight
+            assert response.status_code == 200
+            request_id = response.json()["requestId"]
+            # uvicorn re-raises SIGTERM once its graceful shutdown (and our lifespan) completed
+            assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            stderr = proc.stderr.read().decode() if proc.stderr else ""
+        assert "Traceback" not in stderr
+        assert (
+            '"event": "ingest_stopped"' in stderr
+        )  # the lifespan ran to its end: producer flushed
+        on_topic = await read_topic(kafka_bootstrap, settings_partitions(env), {request_id})
+        assert request_id in on_topic
+
+
+def settings_partitions(env: dict[str, str]) -> int:
+    return int(env.get("HOOKBAY_KAFKA_PARTITIONS", "6"))
