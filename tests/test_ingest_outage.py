@@ -19,12 +19,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from hookbay_common import topics
 from hookbay_common.db import Database, UserRepository, WebhookRepository
 from hookbay_common.kafka import ensure_topics
+from hookbay_common.models import Event
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_event
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
-from tests.support.ingest import ingest_settings
+from tests.support.ingest import Probe, ingest_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -78,21 +79,21 @@ def broker(tmp_path: Path) -> Iterator[PrivateBroker]:
     broker.down()
 
 
-async def read_topic(bootstrap: str, partitions: int, expected: set[str]) -> list[str]:
-    """Every request id on ``hookbay.events`` from the start, until ``expected`` are all seen."""
+async def read_topic(bootstrap: str, partitions: int, expected: set[str]) -> list[Event]:
+    """Every event on ``hookbay.events`` from the start, until the ``expected`` ids are all seen."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
-    seen: list[str] = []
+    seen: list[Event] = []
     try:
         assigned = [TopicPartition(topics.EVENTS, p) for p in range(partitions)]
         consumer.assign(assigned)
         await consumer.seek_to_beginning(*assigned)
         async with asyncio.timeout(30):
-            while not expected <= set(seen):
+            while not expected <= {event.request_id for event in seen}:
                 for records in (await consumer.getmany(timeout_ms=200)).values():
-                    seen.extend(decode_event(r.value).request_id for r in records)
+                    seen.extend(decode_event(r.value) for r in records)
         for records in (await consumer.getmany(timeout_ms=500)).values():  # and nothing more after
-            seen.extend(decode_event(r.value).request_id for r in records)
+            seen.extend(decode_event(r.value) for r in records)
     finally:
         await consumer.stop()
     return seen
@@ -118,7 +119,7 @@ class TestKafkaOutage:
             )
         )
         ingest: Ingest = app.state.ingest
-        accepted: set[str] = set()
+        accepted: dict[str, bytes] = {}
         async with app.router.lifespan_context(app):
             async with asyncio.timeout(30):
                 while not ingest.producer_ready:
@@ -129,7 +130,7 @@ class TestKafkaOutage:
                 for i in range(10):
                     response = await client.post(url, content=f"before-{i}".encode())
                     assert response.status_code == 200
-                    accepted.add(response.json()["requestId"])
+                    accepted[response.json()["requestId"]] = f"before-{i}".encode()
 
                 broker.down()
                 refused = await client.post(url, content=b"during")
@@ -144,19 +145,19 @@ class TestKafkaOutage:
                     while True:
                         response = await client.post(url, content=b"after")
                         if response.status_code == 200:
-                            accepted.add(response.json()["requestId"])
+                            accepted[response.json()["requestId"]] = b"after"
                             break
                         assert response.status_code == 503
                         await asyncio.sleep(0.5)
                 for i in range(10):
                     response = await client.post(url, content=f"again-{i}".encode())
                     assert response.status_code == 200
-                    accepted.add(response.json()["requestId"])
-        on_topic = await read_topic(broker.bootstrap, 2, accepted)
-        assert accepted <= set(on_topic)
-        assert all(
-            on_topic.count(rid) == 1 for rid in accepted
-        )  # idempotent producer: no duplicates
+                    accepted[response.json()["requestId"]] = f"again-{i}".encode()
+        on_topic = await read_topic(broker.bootstrap, 2, set(accepted))
+        ids = [event.request_id for event in on_topic]
+        assert all(ids.count(rid) == 1 for rid in accepted)  # idempotent producer: no duplicates
+        bodies = {event.request_id: event.body for event in on_topic}
+        assert {rid: bodies[rid] for rid in accepted} == accepted  # exactly as sent
 
 
 class TestGracefulShutdown:
@@ -164,6 +165,8 @@ class TestGracefulShutdown:
         self, env: dict[str, str], db: Database, kafka_bootstrap: str
     ) -> None:
         username, name = await owner(db)
+        probe = Probe(kafka_bootstrap)
+        await probe.start()  # reads from the current end: only what this test produces
         port = free_port_pair()
         proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
             [sys.executable, "-m", "hookbay_ingest"],
@@ -207,12 +210,10 @@ class TestGracefulShutdown:
                 proc.kill()
             stderr = proc.stderr.read().decode() if proc.stderr else ""
         assert "Traceback" not in stderr
-        assert (
-            '"event": "ingest_stopped"' in stderr
-        )  # the lifespan ran to its end: producer flushed
-        on_topic = await read_topic(kafka_bootstrap, settings_partitions(env), {request_id})
-        assert request_id in on_topic
-
-
-def settings_partitions(env: dict[str, str]) -> int:
-    return int(env.get("HOOKBAY_KAFKA_PARTITIONS", "6"))
+        # the lifespan ran to its end: the producer was flushed and closed
+        assert '"event": "ingest_stopped"' in stderr
+        try:
+            (event,) = await probe.events(request_id)
+        finally:
+            await probe.stop()
+        assert event.body == b'{"part": 1, "part2": 2}'

@@ -340,3 +340,22 @@ class TestReplicas:
                     statuses.append((await client.post(url, content=b"{}")).status_code)
         assert statuses.count(200) == 10
         assert statuses[10:] == [429, 429]
+
+
+class TestUnexpectedErrors:
+    async def test_500_without_internals(
+        self, stack: Stack, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        user, hook = await stack.owner()
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("secret internal detail /etc/passwd")
+
+        monkeypatch.setattr(stack.ingest, "_capture", broken)
+        response = await stack.post(user, hook)
+        assert response.status_code == 500
+        body = response.json()
+        assert body["error"] == "Internal server error"
+        assert has_prefix(body["requestId"], IdPrefix.REQUEST)
+        assert "secret internal detail" not in response.text
+        assert "Traceback" not in response.text
