@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import os
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 
@@ -13,10 +17,8 @@ import pytest
 
 from hookbay_common.ids import IdPrefix, has_prefix
 from hookbay_common.models import EventStatus, RejectedReason
-from hookbay_common.settings import Settings
-from hookbay_ingest.app import create_app
 from tests.support.factories import create_webhook
-from tests.support.ingest import Probe, Stack, ingest_settings
+from tests.support.ingest import Probe, Stack
 
 LIMIT = 4_500_000
 BODIES = {
@@ -322,23 +324,38 @@ class TestOperations:
 
 
 class TestReplicas:
-    async def test_two_ingest_replicas_share_one_limit_through_redis(
-        self, stack: Stack, settings: Settings
+    async def test_two_ingest_processes_share_one_limit_through_redis(
+        self, stack: Stack, env: dict[str, str]
     ) -> None:
+        """This process's ingest and a second ``python -m hookbay_ingest`` on the same Redis."""
         user, hook = await stack.owner(plan="free")
-        second = create_app(ingest_settings(settings))
-        async with second.router.lifespan_context(second):
-            async with asyncio.timeout(30):
-                while not second.state.ingest.producer_ready:
-                    await asyncio.sleep(0.05)
-            transport = httpx.ASGITransport(app=second)
-            async with httpx.AsyncClient(transport=transport, base_url="http://replica-2") as other:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        other = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
+            [sys.executable, "-m", "hookbay_ingest"],
+            env={**os.environ, **env, "HOOKBAY_INGEST_PORT": str(port), "HOOKBAY_INGEST_HOST": "127.0.0.1"},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as remote:
+                async with asyncio.timeout(60):
+                    while True:
+                        try:
+                            if (await remote.get("/readyz")).status_code == 200:
+                                break
+                        except httpx.TransportError:
+                            pass
+                        await asyncio.sleep(0.2)
                 url = f"/w/{user.username}/{hook.name}"
                 statuses = []
                 for i in range(12):
-                    client = stack.client if i % 2 else other
+                    client = stack.client if i % 2 else remote
                     statuses.append((await client.post(url, content=b"{}")).status_code)
-        assert statuses.count(200) == 10
+        finally:
+            other.terminate()
+            other.wait(timeout=30)
+        assert statuses[:10] == [200] * 10
         assert statuses[10:] == [429, 429]
 
 
