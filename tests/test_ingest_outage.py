@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_event
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
-from tests.support.ingest import Probe, ingest_settings
+from tests.support.ingest import Probe, ingest_process, ingest_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -167,23 +166,8 @@ class TestGracefulShutdown:
         username, name = await owner(db)
         probe = Probe(kafka_bootstrap)
         await probe.start()  # reads from the current end: only what this test produces
-        port = free_port_pair()
-        proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
-            [sys.executable, "-m", "hookbay_ingest"],
-            env={**os.environ, **env, "HOOKBAY_INGEST_PORT": str(port), "HOOKBAY_INGEST_HOST": "127.0.0.1"},
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        try:
+        async with ingest_process(env, capture_stderr=True) as (proc, base):
             async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-                async with asyncio.timeout(60):
-                    while True:
-                        try:
-                            if (await client.get("/readyz")).status_code == 200:
-                                break
-                        except httpx.TransportError:
-                            pass
-                        await asyncio.sleep(0.2)
                 first_chunk_sent = asyncio.Event()
                 release = asyncio.Event()
 
@@ -205,9 +189,6 @@ class TestGracefulShutdown:
             request_id = response.json()["requestId"]
             # uvicorn re-raises SIGTERM once its graceful shutdown (and our lifespan) completed
             assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
             stderr = proc.stderr.read().decode() if proc.stderr else ""
         assert "Traceback" not in stderr
         # the lifespan ran to its end: the producer was flushed and closed

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,3 +93,41 @@ class Probe:
 
     async def stop(self) -> None:
         await self._consumer.stop()
+
+
+@contextlib.asynccontextmanager
+async def ingest_process(
+    env: dict[str, str], *, capture_stderr: bool = False
+) -> AsyncIterator[tuple[subprocess.Popen[bytes], str]]:
+    """A real ``python -m hookbay_ingest`` on a free loopback port, ready (``/readyz`` 200) when
+    yielded with its base URL; killed on exit if the test has not stopped it itself."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
+        [sys.executable, "-m", "hookbay_ingest"],
+        env={
+            **os.environ,
+            **env,
+            "HOOKBAY_INGEST_PORT": str(port),
+            "HOOKBAY_INGEST_HOST": "127.0.0.1",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE if capture_stderr else subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=5) as client, asyncio.timeout(60):
+            while True:
+                try:
+                    if (await client.get("/readyz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert proc.poll() is None, "ingest exited during start-up"
+                await asyncio.sleep(0.2)
+        yield proc, base
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)

@@ -5,10 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 
@@ -18,7 +14,7 @@ import pytest
 from hookbay_common.ids import IdPrefix, has_prefix
 from hookbay_common.models import EventStatus, RejectedReason
 from tests.support.factories import create_webhook
-from tests.support.ingest import Probe, Stack
+from tests.support.ingest import Probe, Stack, ingest_process
 
 LIMIT = 4_500_000
 BODIES = {
@@ -329,32 +325,12 @@ class TestReplicas:
     ) -> None:
         """This process's ingest and a second ``python -m hookbay_ingest`` on the same Redis."""
         user, hook = await stack.owner(plan="free")
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
-        other = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
-            [sys.executable, "-m", "hookbay_ingest"],
-            env={**os.environ, **env, "HOOKBAY_INGEST_PORT": str(port), "HOOKBAY_INGEST_HOST": "127.0.0.1"},
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as remote:
-                async with asyncio.timeout(60):
-                    while True:
-                        try:
-                            if (await remote.get("/readyz")).status_code == 200:
-                                break
-                        except httpx.TransportError:
-                            pass
-                        await asyncio.sleep(0.2)
-                url = f"/w/{user.username}/{hook.name}"
-                statuses = []
-                for i in range(12):
-                    client = stack.client if i % 2 else remote
-                    statuses.append((await client.post(url, content=b"{}")).status_code)
-        finally:
-            other.terminate()
-            other.wait(timeout=30)
+        async with ingest_process(env) as (_, base), httpx.AsyncClient(base_url=base) as remote:
+            url = f"/w/{user.username}/{hook.name}"
+            statuses = []
+            for i in range(12):
+                client = stack.client if i % 2 else remote
+                statuses.append((await client.post(url, content=b"{}")).status_code)
         assert statuses[:10] == [200] * 10
         assert statuses[10:] == [429, 429]
 
