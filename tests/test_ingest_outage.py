@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,24 +24,10 @@ from hookbay_common.wire import decode_event
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
 from tests.support.ingest import Probe, ingest_process, ingest_settings
+from tests.support.net import accepts_connections, free_port_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
-
-
-def free_port_pair() -> int:
-    """A port whose successor is free too (the broker's controller listens on port + 1)."""
-    for _ in range(50):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port = int(first.getsockname()[1])
-            with socket.socket() as second:
-                try:
-                    second.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-                return port
-    raise RuntimeError("no free port pair")
 
 
 class PrivateBroker:
@@ -121,8 +106,7 @@ class TestKafkaOutage:
         accepted: dict[str, bytes] = {}
         async with app.router.lifespan_context(app):
             async with asyncio.timeout(30):
-                while not ingest.producer_ready:
-                    await asyncio.sleep(0.05)
+                await ingest.kafka_connected.wait()
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as client:
                 url = f"/w/{username}/{name}"
@@ -182,8 +166,11 @@ class TestGracefulShutdown:
                 )
                 await first_chunk_sent.wait()
                 proc.send_signal(signal.SIGTERM)
-                await asyncio.sleep(0.5)  # let uvicorn begin its shutdown before the body completes
-                release.set()
+                port = int(base.rsplit(":", 1)[1])
+                async with asyncio.timeout(10):  # shutdown has begun: the listener is closed
+                    while accepts_connections(port):
+                        await asyncio.sleep(0.05)
+                release.set()  # only now does the in-flight request finish its body
                 response = await in_flight
             assert response.status_code == 200
             request_id = response.json()["requestId"]

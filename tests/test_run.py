@@ -9,7 +9,6 @@ import os
 import re
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from pymongo import MongoClient
+
+from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,12 +57,6 @@ def stop(proc: subprocess.Popen[str]) -> str:
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=60)
     return rest
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, object]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -25,6 +24,7 @@ from hookbay_common.wire import decode_event
 from hookbay_ingest.app import Ingest
 from hookbay_ingest.settings import IngestSettings
 from tests.support.factories import create_user, create_webhook
+from tests.support.net import free_port
 
 
 @dataclass
@@ -101,9 +101,7 @@ async def ingest_process(
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], str]]:
     """A real ``python -m hookbay_ingest`` on a free loopback port, ready (``/readyz`` 200) when
     yielded with its base URL; killed on exit if the test has not stopped it itself."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
         [sys.executable, "-m", "hookbay_ingest"],
         env={

@@ -1,17 +1,11 @@
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 from prometheus_client import Counter
 
 from hookbay_common.metrics import LATENCY_BUCKETS, SIZE_BUCKETS, name, new_registry, serve
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.support.net import free_port
 
 
 class TestMetrics:

@@ -25,8 +25,7 @@ async def stack(settings: Settings, db: Database) -> AsyncIterator[Stack]:
     ingest: Ingest = app.state.ingest
     async with app.router.lifespan_context(app):
         async with asyncio.timeout(30):
-            while not ingest.producer_ready:
-                await asyncio.sleep(0.05)
+            await ingest.kafka_connected.wait()
         transport = httpx.ASGITransport(app=app, client=("198.51.100.7", 40000))
         async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as client:
             box = SecretBox(TEST_SECRET_KEY)

@@ -28,7 +28,7 @@ from hookbay_common import topics
 from hookbay_common.clock import utcnow
 from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
-from hookbay_common.errors import HookbayError, WebhookNotFound
+from hookbay_common.errors import HookbayError, InvalidRequest, WebhookNotFound
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import create_producer
 from hookbay_common.logs import get_logger
@@ -65,7 +65,8 @@ class Ingest:
         self.settings = settings
         self.plans = plans
         self.metrics = IngestMetrics()
-        self.producer_ready = False
+        self.kafka_connected = asyncio.Event()
+        """Set once the producer reached the broker; until then every event gets a 503."""
         self._connect_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -94,7 +95,7 @@ class Ingest:
                 log.warning("kafka_unreachable", bootstrap=self.settings.kafka_bootstrap)
                 await asyncio.sleep(2)
             else:
-                self.producer_ready = True
+                self.kafka_connected.set()
                 log.info("kafka_connected")
                 return
 
@@ -189,7 +190,7 @@ class Ingest:
         declared = request.headers.get("content-length")
         if declared is not None:
             if not declared.isdigit():
-                raise InvalidPath("Content-Length is not a number")
+                raise InvalidRequest("Content-Length is not a number")
             if int(declared) > limit:
                 raise PayloadTooLarge(limit, int(declared))
         chunks: list[bytes] = []
@@ -229,7 +230,7 @@ class Ingest:
 
     async def _produce(self, event: Event, *, best_effort: bool = False) -> None:
         """Return only once Kafka acknowledged the event (acks=all); else ``QueueUnavailable``."""
-        if not self.producer_ready:
+        if not self.kafka_connected.is_set():
             if best_effort:
                 return
             raise QueueUnavailable()
@@ -295,7 +296,7 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
     @app.get("/readyz")
     async def readyz() -> Response:
         checks: dict[str, Any] = {
-            "kafka": ingest.producer_ready,
+            "kafka": ingest.kafka_connected.is_set(),
             "config_view": ingest.view.loaded,
         }
         if isinstance(ingest.limiter, RedisRateLimiter):
