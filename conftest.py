@@ -7,6 +7,7 @@ broker and make their own topic names where a test needs a topic to itself.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -31,9 +32,11 @@ def mongo_url(worker_id: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def env(mongo_url: str) -> dict[str, str]:
-    """The ``HOOKBAY_*`` environment of a process under test (CLI, services)."""
+def env(mongo_url: str, worker_id: str) -> dict[str, str]:
+    """The ``HOOKBAY_*`` environment of a process under test (CLI, services). Each worker of
+    each run has its own topic namespace: no test consumes another test's messages."""
     return {
+        "HOOKBAY_KAFKA_NAMESPACE": f"test.{worker_id}.{uuid.uuid4().hex[:8]}",
         "HOOKBAY_SECRET_KEY": TEST_SECRET_KEY,
         "HOOKBAY_MONGO_URL": mongo_url,
         "HOOKBAY_KAFKA_BOOTSTRAP": KAFKA,

@@ -14,7 +14,6 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from hookbay_common import topics
 from hookbay_common.db import Database, UserRepository, WebhookRepository
 from hookbay_common.kafka import ensure_topics
 from hookbay_common.models import Event
@@ -63,13 +62,15 @@ def broker(tmp_path: Path) -> Iterator[PrivateBroker]:
     broker.down()
 
 
-async def read_topic(bootstrap: str, partitions: int, expected: set[str]) -> list[Event]:
-    """Every event on ``hookbay.events`` from the start, until the ``expected`` ids are all seen."""
+async def read_topic(
+    bootstrap: str, topic: str, partitions: int, expected: set[str]
+) -> list[Event]:
+    """Every event on ``topic`` from the start, until the ``expected`` ids are all seen."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     seen: list[Event] = []
     try:
-        assigned = [TopicPartition(topics.EVENTS, p) for p in range(partitions)]
+        assigned = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(assigned)
         await consumer.seek_to_beginning(*assigned)
         async with asyncio.timeout(30):
@@ -95,7 +96,7 @@ class TestKafkaOutage:
     async def test_503_while_down_and_nothing_200d_is_lost(
         self, broker: PrivateBroker, settings: Settings, db: Database
     ) -> None:
-        await ensure_topics(broker.bootstrap, partitions=2)
+        await ensure_topics(broker.bootstrap, partitions=2, specs=settings.topic_specs())
         username, name = await owner(db)
         app = create_app(
             ingest_settings(
@@ -136,7 +137,7 @@ class TestKafkaOutage:
                     response = await client.post(url, content=f"again-{i}".encode())
                     assert response.status_code == 200
                     accepted[response.json()["requestId"]] = f"again-{i}".encode()
-        on_topic = await read_topic(broker.bootstrap, 2, set(accepted))
+        on_topic = await read_topic(broker.bootstrap, settings.topics.events, 2, set(accepted))
         ids = [event.request_id for event in on_topic]
         assert all(ids.count(rid) == 1 for rid in accepted)  # idempotent producer: no duplicates
         bodies = {event.request_id: event.body for event in on_topic}
@@ -145,10 +146,10 @@ class TestKafkaOutage:
 
 class TestGracefulShutdown:
     async def test_sigterm_finishes_in_flight_requests(
-        self, env: dict[str, str], db: Database, kafka_bootstrap: str
+        self, env: dict[str, str], db: Database, settings: Settings
     ) -> None:
         username, name = await owner(db)
-        probe = Probe(kafka_bootstrap)
+        probe = Probe(settings.kafka_bootstrap, settings.topics.events)
         await probe.start()  # reads from the current end: only what this test produces
         async with ingest_process(env, capture_stderr=True) as (proc, base):
             async with httpx.AsyncClient(base_url=base, timeout=30) as client:

@@ -51,6 +51,7 @@ def create_event(**overrides: Any) -> Event:
         "request_headers": {"content-type": "application/json", "user-agent": "test"},
         "body": b'{"ok": true}',
         "content_type": "application/json",
+        "forward_url": "http://127.0.0.1:9/hook",
         "created_at": utcnow(),
     }
     return Event(**{**fields, **overrides})

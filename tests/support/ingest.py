@@ -55,10 +55,11 @@ def ingest_settings(settings: Settings, **overrides: Any) -> IngestSettings:
 
 
 class Probe:
-    """Reads ``hookbay.events`` from the end as it was when the probe started."""
+    """Reads an events topic from the end as it was when the probe started."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, topic: str) -> None:
         self._bootstrap = bootstrap
+        self._topic = topic
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_bytes=32 * 1024 * 1024,
             max_partition_fetch_bytes=topics.MAX_MESSAGE_BYTES,
@@ -69,13 +70,13 @@ class Probe:
         admin = AIOKafkaAdminClient(bootstrap_servers=self._bootstrap)
         await admin.start()
         try:
-            (described,) = await admin.describe_topics([topics.EVENTS])
+            (described,) = await admin.describe_topics([self._topic])
         finally:
             await admin.close()
         partitions = [p["partition"] for p in described["partitions"]]
-        assert partitions, f"topic {topics.EVENTS} has no partitions"
+        assert partitions, f"topic {self._topic} has no partitions"
         await self._consumer.start()
-        assigned = [TopicPartition(topics.EVENTS, p) for p in partitions]
+        assigned = [TopicPartition(self._topic, p) for p in partitions]
         self._consumer.assign(assigned)
         await self._consumer.seek_to_end(*assigned)
         for tp in assigned:  # resolve the end offsets now, before the test produces

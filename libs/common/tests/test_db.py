@@ -29,8 +29,8 @@ from hookbay_common.errors import (
     WebhookAlreadyExists,
     WebhookNotFound,
 )
-from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import ApiToken, EventStatus, Role
+from hookbay_common.ids import IdPrefix, derived_id, new_id
+from hookbay_common.models import ApiToken, AttemptTrigger, EventStatus, RejectedReason, Role
 from hookbay_common.secrets_box import SecretBox, hash_api_token
 from tests.support.factories import (
     TEST_SECRET_KEY,
@@ -257,3 +257,63 @@ class TestAttemptRepository:
         await attempts.upsert(first)
         assert await attempts.list_for_event(event.id) == [first, second]
         assert await attempts.list_for_event(new_id(IdPrefix.EVENT)) == []
+
+
+class TestEventStatusFromAttempts:
+    async def test_latest_attempt_wins_in_any_order(self, db: Database) -> None:
+        events = EventRepository(db)
+        event = create_event(forward_url="http://127.0.0.1:9/h")
+        chain = derived_id(IdPrefix.CHAIN, event.id)
+        first = create_attempt(event, chain_id=chain, status_code=500, will_retry=True)
+        second = create_attempt(event, chain_id=chain, number=2, status_code=200)
+        await events.upsert(event)
+        assert (await _status(events, event.id)) is EventStatus.PENDING
+        await events.apply_attempts([second])
+        await events.apply_attempts([first, second, first])  # stale and repeated: no effect
+        assert (await _status(events, event.id)) is EventStatus.SUCCESS
+
+    async def test_replay_chain_overrides_initial_chain(self, db: Database) -> None:
+        events = EventRepository(db)
+        event = create_event(forward_url="http://127.0.0.1:9/h")
+        await events.upsert(event)
+        initial = create_attempt(event, chain_id=derived_id(IdPrefix.CHAIN, event.id))
+        failed = create_attempt(event, status_code=400, trigger=AttemptTrigger.REPLAY)
+        await events.apply_attempts([initial, failed])
+        assert (await _status(events, event.id)) is EventStatus.FAILED
+
+    async def test_attempt_recorded_before_its_event(self, db: Database) -> None:
+        events = EventRepository(db)
+        event = create_event(forward_url="http://127.0.0.1:9/h")
+        await events.apply_attempts([create_attempt(event, status_code=503)])
+        assert await events.get(event.id) is None  # only a stub so far
+        await events.upsert_many([event, event])
+        stored = await events.get(event.id)
+        assert stored is not None
+        assert stored.status is EventStatus.FAILED
+        assert stored.body == event.body
+
+    @pytest.mark.parametrize(
+        ("overrides", "status"),
+        [
+            ({"forward_url": None}, EventStatus.SUCCESS),
+            ({"forward_url": "http://127.0.0.1:9/h"}, EventStatus.PENDING),
+            (
+                {"forward_url": "http://127.0.0.1:9/h", "signature_valid": False,
+                 "rejected_reason": RejectedReason.INVALID_SIGNATURE},
+                EventStatus.FAILED,
+            ),
+        ],
+    )  # fmt: skip
+    async def test_initial_status(
+        self, db: Database, overrides: dict[str, object], status: EventStatus
+    ) -> None:
+        events = EventRepository(db)
+        event = create_event(**overrides)
+        await events.upsert_many([event])
+        assert (await _status(events, event.id)) is status
+
+
+async def _status(events: EventRepository, event_id: str) -> EventStatus:
+    stored = await events.get(event_id)
+    assert stored is not None
+    return stored.status

@@ -4,34 +4,55 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from hookbay_common import topics
 from hookbay_common.kafka import create_consumer, create_producer, ensure_topics
-from hookbay_common.topics import TopicSpec
+from hookbay_common.topics import MAX_MESSAGE_BYTES, Topics, TopicSpec, format_delay
 from hookbay_common.wire import decode_event, encode_event
 from tests.support.factories import create_event, unique_name
 
 
-def test_topic_names() -> None:
-    assert topics.EVENTS == "hookbay.events"
-    assert topics.ATTEMPTS == "hookbay.attempts"
-    assert topics.EVENTS_DLQ == "hookbay.events.dlq"
-    assert {spec.name for spec in topics.TOPICS} == {
-        topics.EVENTS,
-        topics.ATTEMPTS,
-        topics.EVENTS_DLQ,
-    }
+class TestTopics:
+    def test_default_names(self) -> None:
+        names = Topics()
+        assert names.events == "hookbay.events"
+        assert names.attempts == "hookbay.attempts"
+        assert names.events_dlq == "hookbay.events.dlq"
+        assert names.replays == "hookbay.replays"
+
+    def test_one_tier_per_distinct_retry_delay(self) -> None:
+        specs = Topics("ns").specs([10.0, 60.0, 60.0, 0.5, 21600.0])
+        assert [spec.name for spec in specs] == [
+            "ns.events", "ns.attempts", "ns.events.dlq", "ns.replays",
+            "ns.retry.10s", "ns.retry.1m", "ns.retry.500ms", "ns.retry.6h",
+        ]  # fmt: skip
+        assert all(s.config["max.message.bytes"] == str(MAX_MESSAGE_BYTES) for s in specs)
+
+    @pytest.mark.parametrize(
+        ("seconds", "label"),
+        [(0.0, "0ms"), (0.25, "250ms"), (1.0, "1s"), (90.0, "90s"), (600.0, "10m"), (3600.0, "1h")],
+    )
+    def test_delay_labels(self, seconds: float, label: str) -> None:
+        assert format_delay(seconds) == label
+
+    def test_task_pattern_matches_tiers_and_replays_only(self) -> None:
+        names = Topics("a.b")
+        pattern = re.compile(names.task_pattern)
+        assert pattern.match(names.retry(10.0))
+        assert pattern.match(names.retry(0.5))
+        assert pattern.match(names.replays)
+        assert not pattern.match(names.events)
+        assert not pattern.match("a.bx.replays")
+        assert not pattern.match("other.retry.10s")
 
 
 class TestEnsureTopics:
     async def test_creates_once_with_size_limit(self, kafka_bootstrap: str) -> None:
-        spec = TopicSpec(
-            f"test.{unique_name()}", {"max.message.bytes": str(topics.MAX_MESSAGE_BYTES)}
-        )
+        spec = TopicSpec(f"test.{unique_name()}", {"max.message.bytes": str(MAX_MESSAGE_BYTES)})
         assert await ensure_topics(kafka_bootstrap, partitions=3, specs=[spec]) == [spec.name]
         assert await ensure_topics(kafka_bootstrap, partitions=3, specs=[spec]) == []
         admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
@@ -43,7 +64,7 @@ class TestEnsureTopics:
                 [ConfigResource(ConfigResourceType.TOPIC, spec.name)]
             )
             entries = {entry[0]: entry[1] for entry in configs[0].resources[0][4]}
-            assert entries["max.message.bytes"] == str(topics.MAX_MESSAGE_BYTES)
+            assert entries["max.message.bytes"] == str(MAX_MESSAGE_BYTES)
         finally:
             await admin.close()
 
@@ -55,8 +76,9 @@ class TestEnsureTopics:
         assert sorted(len(r) for r in results) == [0, 0, 1]
 
     async def test_hookbay_topics(self, kafka_bootstrap: str) -> None:
-        await ensure_topics(kafka_bootstrap, partitions=6)
-        assert await ensure_topics(kafka_bootstrap, partitions=6) == []
+        specs = Topics(f"test.{unique_name()}").specs([1.0, 2.0])
+        assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 6
+        assert await ensure_topics(kafka_bootstrap, partitions=6, specs=specs) == []
 
 
 class TestRoundTrip:
@@ -68,7 +90,7 @@ class TestRoundTrip:
         await ensure_topics(
             kafka_bootstrap,
             partitions=3,
-            specs=[TopicSpec(topic, {"max.message.bytes": str(topics.MAX_MESSAGE_BYTES)})],
+            specs=[TopicSpec(topic, {"max.message.bytes": str(MAX_MESSAGE_BYTES)})],
         )
         sent = [create_event(username="alice", body=os.urandom(size)) for _ in range(3)]
         producer = create_producer(kafka_bootstrap)

@@ -6,13 +6,15 @@ from datetime import UTC, datetime
 import msgpack
 import pytest
 
-from hookbay_common.models import AttemptTrigger, RejectedReason
+from hookbay_common.models import AttemptTrigger, DeliveryTask, RejectedReason
 from hookbay_common.wire import (
     WireError,
     decode_attempt,
     decode_event,
+    decode_task,
     encode_attempt,
     encode_event,
+    encode_task,
 )
 from tests.support.factories import create_attempt, create_event
 
@@ -80,3 +82,23 @@ class TestAttemptWire:
     def test_event_is_not_an_attempt(self) -> None:
         with pytest.raises(WireError, match="not a attempt/1 message"):
             decode_attempt(encode_event(create_event()))
+
+
+class TestTaskWire:
+    @pytest.mark.parametrize("kind", list(BODIES))
+    def test_round_trip_keeps_the_event_exact(self, kind: str) -> None:
+        event = create_event(body=BODIES[kind], request_headers={"x.a": "1", "$b": "2"})
+        task = DeliveryTask(
+            event=event, chain_id="chn_01jd3k0000000000000000000a", trigger=AttemptTrigger.RETRY,
+            number=3, url="http://127.0.0.1:9/h", not_before=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+        )  # fmt: skip
+        assert decode_task(encode_task(task)) == task
+
+    def test_an_event_is_not_a_task(self) -> None:
+        with pytest.raises(WireError, match="task/1"):
+            decode_task(encode_event(create_event()))
+
+    def test_task_missing_fields_is_a_wire_error(self) -> None:
+        packed = msgpack.packb({"schema": "task/1", "number": 1}, use_bin_type=True)
+        with pytest.raises(WireError, match="invalid task/1"):
+            decode_task(packed)

@@ -20,7 +20,9 @@ from tests.support.ingest import Probe, Stack, ingest_settings
 
 @pytest.fixture(scope="session")
 async def stack(settings: Settings, db: Database) -> AsyncIterator[Stack]:
-    await ensure_topics(settings.kafka_bootstrap, partitions=settings.kafka_partitions)
+    await ensure_topics(
+        settings.kafka_bootstrap, partitions=settings.kafka_partitions, specs=settings.topic_specs()
+    )
     app = create_app(ingest_settings(settings))
     ingest: Ingest = app.state.ingest
     async with app.router.lifespan_context(app):
@@ -33,8 +35,8 @@ async def stack(settings: Settings, db: Database) -> AsyncIterator[Stack]:
 
 
 @pytest.fixture
-async def probe(kafka_bootstrap: str) -> AsyncIterator[Probe]:
-    probe = Probe(kafka_bootstrap)
+async def probe(settings: Settings) -> AsyncIterator[Probe]:
+    probe = Probe(settings.kafka_bootstrap, settings.topics.events)
     await probe.start()
     yield probe
     await probe.stop()

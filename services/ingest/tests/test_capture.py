@@ -6,7 +6,8 @@ import ipaddress
 
 import pytest
 
-from hookbay_ingest.capture import capture_headers, client_ip, signature_valid
+from hookbay_common.headers import join_headers as capture_headers
+from hookbay_ingest.capture import client_ip, signature_valid
 from hookbay_ingest.errors import PayloadTooLarge
 
 TRUSTED = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("192.168.1.1/32"))

@@ -160,7 +160,9 @@ def migrate_command(state: CliState) -> None:
 
     async def work(rt: Runtime) -> list[str]:  # the runtime has already migrated MongoDB
         return await ensure_topics(
-            rt.settings.kafka_bootstrap, partitions=rt.settings.kafka_partitions
+            rt.settings.kafka_bootstrap,
+            partitions=rt.settings.kafka_partitions,
+            specs=rt.settings.topic_specs(),
         )
 
     created = state.run(work)

@@ -24,3 +24,9 @@ def new_id(prefix: IdPrefix) -> str:
 def has_prefix(value: str, prefix: IdPrefix) -> bool:
     head, sep, tail = value.partition("_")
     return sep == "_" and head == prefix.value and len(tail) == 26 and tail.isalnum()
+
+
+def derived_id(prefix: IdPrefix, source: str) -> str:
+    """An id of another kind sharing ``source``'s suffix: the same source gives the same id
+    (an event's first delivery chain is ``derived_id(CHAIN, event.id)``, however often it runs)."""
+    return f"{prefix}_{source.partition('_')[2]}"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from hookbay_common.topics import MAX_MESSAGE_BYTES, TOPICS, TopicSpec
+from hookbay_common.topics import MAX_MESSAGE_BYTES, TopicSpec
 
 
 def create_producer(bootstrap: str, *, client_id: str = "hookbay") -> AIOKafkaProducer:
@@ -25,9 +26,10 @@ def create_producer(bootstrap: str, *, client_id: str = "hookbay") -> AIOKafkaPr
 
 
 def create_consumer(
-    bootstrap: str, *topics: str, group_id: str, client_id: str = "hookbay"
+    bootstrap: str, *topics: str, group_id: str, client_id: str = "hookbay", **options: Any
 ) -> AIOKafkaConsumer:
-    """A group consumer with manual commits, able to fetch the largest allowed message."""
+    """A group consumer with manual commits, able to fetch the largest allowed message.
+    ``options`` go to ``AIOKafkaConsumer`` (e.g. ``session_timeout_ms``)."""
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=bootstrap,
@@ -38,11 +40,12 @@ def create_consumer(
         fetch_max_bytes=4 * MAX_MESSAGE_BYTES,
         max_partition_fetch_bytes=MAX_MESSAGE_BYTES,
         isolation_level="read_committed",
+        **options,
     )
 
 
 async def ensure_topics(
-    bootstrap: str, *, partitions: int, specs: Iterable[TopicSpec] = TOPICS, replication: int = 1
+    bootstrap: str, *, partitions: int, specs: Iterable[TopicSpec], replication: int = 1
 ) -> list[str]:
     """Create the topics that do not exist yet; return the names created. Idempotent, and safe
     when several processes start at once (the broker answers "already exists" to all but one)."""

@@ -109,7 +109,21 @@ class Event(_Record):
     signature_valid: bool | None = None
     status: EventStatus = EventStatus.PENDING
     rejected_reason: RejectedReason | None = None
+    forward_url: str | None = None
+    """The webhook's destination when the event arrived; ``None``: nothing to deliver."""
     created_at: datetime
+
+    @property
+    def initial_status(self) -> EventStatus:
+        """The status before any attempt: rejected events failed, events without destination
+        succeeded (zero attempts), the rest wait for their attempts."""
+        if self.rejected_reason is not None:
+            return EventStatus.FAILED
+        return EventStatus.SUCCESS if self.forward_url is None else EventStatus.PENDING
+
+    @property
+    def deliverable(self) -> bool:
+        return self.rejected_reason is None and self.forward_url is not None
 
 
 class Attempt(_Record):
@@ -132,3 +146,29 @@ class Attempt(_Record):
     error: str | None = None
     will_retry: bool = False
     next_retry_at: datetime | None = None
+
+    @property
+    def outcome(self) -> EventStatus:
+        """What this attempt means for its event: a 2xx succeeded, a waiting retry keeps it
+        pending, anything else failed it."""
+        if self.status_code is not None and 200 <= self.status_code < 300:
+            return EventStatus.SUCCESS
+        return EventStatus.PENDING if self.will_retry else EventStatus.FAILED
+
+    @property
+    def status_key(self) -> str:
+        """Orders the attempts of an event: the latest chain wins (chain ids sort by time), and
+        within a chain the highest number, then the latest attempt id (a redone attempt)."""
+        return f"{self.chain_id}:{self.number:06d}:{self.id}"
+
+
+class DeliveryTask(_Record):
+    """One attempt still to make: attempt ``number`` of chain ``chain_id`` for ``event``, sent to
+    ``url`` no earlier than ``not_before``. Retries and replays travel through Kafka as tasks."""
+
+    event: Event
+    chain_id: str
+    trigger: AttemptTrigger
+    number: int = Field(ge=1)
+    url: str
+    not_before: datetime

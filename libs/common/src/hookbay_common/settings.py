@@ -10,6 +10,8 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from hookbay_common.topics import DEFAULT_NAMESPACE, NAMESPACE_PATTERN, Topics, TopicSpec
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_RETRY_SCHEDULE = (0.0, 10.0, 60.0, 600.0, 3600.0, 21600.0)
@@ -39,6 +41,8 @@ class Settings(BaseSettings):
 
     kafka_bootstrap: str = "127.0.0.1:9092"
     kafka_partitions: int = Field(default=6, ge=1, le=1024)
+    kafka_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=NAMESPACE_PATTERN)
+    """Prefix of every topic name (``hookbay.events``); lets installations share a cluster."""
     mongo_url: str = "mongodb://127.0.0.1:27017/hookbay"
     redis_url: str | None = None
     plans_file: Path | None = None
@@ -50,6 +54,19 @@ class Settings(BaseSettings):
     secret_key: SecretStr
     public_url: str = "http://127.0.0.1:8080"
     log_level: str = "INFO"
+
+    @property
+    def topics(self) -> Topics:
+        return Topics(self.kafka_namespace)
+
+    @property
+    def retry_delays(self) -> tuple[float, ...]:
+        """The waits before the second, third, ... attempt (the schedule minus its first entry)."""
+        return self.retry_schedule[1:]
+
+    def topic_specs(self) -> list[TopicSpec]:
+        """Every topic this configuration needs, for ``ensure_topics``."""
+        return self.topics.specs(self.retry_delays)
 
     @field_validator("retry_schedule", mode="before")
     @classmethod

@@ -1,19 +1,23 @@
-"""Kafka topic names and their configuration; the only place a topic name is written."""
+"""Kafka topic names and their configuration; the only place a topic name is written.
+
+Every name lives under a namespace (``HOOKBAY_KAFKA_NAMESPACE``, default ``hookbay``), so the
+default installation uses ``hookbay.events`` and several installations (or test workers) can
+share one cluster without seeing each other's messages.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-EVENTS: Final = "hookbay.events"
-"""Captured events, keyed by username so one owner's events keep their order."""
-ATTEMPTS: Final = "hookbay.attempts"
-"""Delivery attempt records, keyed by event id."""
-EVENTS_DLQ: Final = "hookbay.events.dlq"
-"""Events whose retries are exhausted."""
-
 MAX_MESSAGE_BYTES: Final = 6 * 1024 * 1024
 """Room for a 4.5 MB body plus the envelope; the broker's ``message.max.bytes`` matches."""
+DEFAULT_NAMESPACE: Final = "hookbay"
+NAMESPACE_PATTERN: Final = r"^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$"
+
+_LARGE = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
 
 
 @dataclass(frozen=True)
@@ -22,8 +26,54 @@ class TopicSpec:
     config: dict[str, str] = field(default_factory=dict)
 
 
-TOPICS: Final = (
-    TopicSpec(EVENTS, {"max.message.bytes": str(MAX_MESSAGE_BYTES)}),
-    TopicSpec(ATTEMPTS, {"max.message.bytes": str(MAX_MESSAGE_BYTES)}),
-    TopicSpec(EVENTS_DLQ, {"max.message.bytes": str(MAX_MESSAGE_BYTES)}),
-)
+def format_delay(seconds: float) -> str:
+    """A delay as a topic-name-safe label: ``500ms``, ``10s``, ``1m``, ``6h``."""
+    millis = round(seconds * 1000)
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if millis and millis % size == 0:
+            return f"{millis // size}{unit}"
+    return f"{millis}ms"
+
+
+@dataclass(frozen=True)
+class Topics:
+    """The topics of one installation."""
+
+    namespace: str = DEFAULT_NAMESPACE
+
+    @property
+    def events(self) -> str:
+        """Captured events, keyed by username so one owner's events keep their order."""
+        return f"{self.namespace}.events"
+
+    @property
+    def attempts(self) -> str:
+        """Delivery attempt records, keyed by event id (one event's attempts stay in order)."""
+        return f"{self.namespace}.attempts"
+
+    @property
+    def events_dlq(self) -> str:
+        """Events whose delivery failed for good (retries exhausted or a non-retryable answer)."""
+        return f"{self.namespace}.events.dlq"
+
+    @property
+    def replays(self) -> str:
+        """Replay requests (delivery tasks with trigger ``replay``), keyed by event id."""
+        return f"{self.namespace}.replays"
+
+    def retry(self, delay: float) -> str:
+        """The delay tier holding retries due ``delay`` seconds after they were scheduled."""
+        return f"{self.namespace}.retry.{format_delay(delay)}"
+
+    @property
+    def task_pattern(self) -> str:
+        """Every topic the task consumer reads: all retry tiers (also tiers of an earlier
+        schedule that may still hold waiting retries) and the replays."""
+        ns = re.escape(self.namespace)
+        return rf"^{ns}\.(?:retry\.[0-9]+(?:ms|s|m|h)|replays)$"
+
+    def specs(self, retry_delays: Iterable[float] = ()) -> list[TopicSpec]:
+        """Every topic with its configuration, including one tier per distinct retry delay."""
+        names = [self.events, self.attempts, self.events_dlq, self.replays]
+        names += sorted({self.retry(d) for d in retry_delays})
+        return [TopicSpec(name, dict(_LARGE)) for name in names]

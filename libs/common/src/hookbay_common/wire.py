@@ -11,10 +11,11 @@ from typing import Any
 
 import msgpack
 
-from hookbay_common.models import Attempt, Event
+from hookbay_common.models import Attempt, DeliveryTask, Event
 
 EVENT_SCHEMA = "event/1"
 ATTEMPT_SCHEMA = "attempt/1"
+TASK_SCHEMA = "task/1"
 
 
 class WireError(ValueError):
@@ -45,19 +46,44 @@ def _unpack(schema: str, value: bytes) -> dict[str, Any]:
     return fields
 
 
-def encode_event(event: Event) -> bytes:
+def _event_to_fields(event: Event) -> dict[str, Any]:
     fields = event.model_dump(mode="python")
     fields["created_at"] = _datetime_to_wire(event.created_at)
-    return _pack(EVENT_SCHEMA, fields)
+    return fields
+
+
+def _event_from_fields(fields: dict[str, Any]) -> Event:
+    fields["created_at"] = _datetime_from_wire(fields["created_at"])
+    return Event.model_validate(fields)
+
+
+def encode_event(event: Event) -> bytes:
+    return _pack(EVENT_SCHEMA, _event_to_fields(event))
 
 
 def decode_event(value: bytes) -> Event:
     fields = _unpack(EVENT_SCHEMA, value)
     try:
-        fields["created_at"] = _datetime_from_wire(fields["created_at"])
-        return Event.model_validate(fields)
+        return _event_from_fields(fields)
     except (KeyError, TypeError, ValueError) as exc:
         raise WireError(f"invalid {EVENT_SCHEMA} message: {exc}") from None
+
+
+def encode_task(task: DeliveryTask) -> bytes:
+    fields = task.model_dump(mode="python", exclude={"event"})
+    fields["event"] = _event_to_fields(task.event)
+    fields["not_before"] = _datetime_to_wire(task.not_before)
+    return _pack(TASK_SCHEMA, fields)
+
+
+def decode_task(value: bytes) -> DeliveryTask:
+    fields = _unpack(TASK_SCHEMA, value)
+    try:
+        fields["event"] = _event_from_fields(fields["event"])
+        fields["not_before"] = _datetime_from_wire(fields["not_before"])
+        return DeliveryTask.model_validate(fields)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"invalid {TASK_SCHEMA} message: {exc}") from None
 
 
 def encode_attempt(attempt: Attempt) -> bytes:

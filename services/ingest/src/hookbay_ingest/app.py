@@ -24,11 +24,11 @@ from starlette.routing import Mount, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
 
-from hookbay_common import topics
 from hookbay_common.clock import utcnow
 from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.errors import HookbayError, InvalidRequest, WebhookNotFound
+from hookbay_common.headers import join_headers
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import create_producer
 from hookbay_common.logs import get_logger
@@ -38,7 +38,7 @@ from hookbay_common.names import is_valid_username, is_valid_webhook_name
 from hookbay_common.plans import Plan, PlanBook, load_plans
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.wire import encode_event
-from hookbay_ingest.capture import SIGNATURE_HEADER, capture_headers, client_ip, signature_valid
+from hookbay_ingest.capture import SIGNATURE_HEADER, client_ip, signature_valid
 from hookbay_ingest.errors import (
     InvalidPath,
     InvalidSignature,
@@ -65,6 +65,7 @@ class Ingest:
         self.settings = settings
         self.plans = plans
         self.metrics = IngestMetrics()
+        self.topic = settings.topics.events
         self.kafka_connected = asyncio.Event()
         """Set once the producer reached the broker; until then every event gets a 503."""
         self._connect_task: asyncio.Task[None] | None = None
@@ -203,7 +204,7 @@ class Ingest:
         return b"".join(chunks)
 
     def _capture(self, request: Request, request_id: str, webhook: Webhook, body: bytes) -> Event:
-        headers = capture_headers(request.headers.raw)
+        headers = join_headers(request.headers.raw)
         valid: bool | None = None
         if webhook.secret is not None:
             valid = signature_valid(
@@ -225,6 +226,7 @@ class Ingest:
             signature_valid=valid,
             status=EventStatus.FAILED if valid is False else EventStatus.PENDING,
             rejected_reason=RejectedReason.INVALID_SIGNATURE if valid is False else None,
+            forward_url=webhook.forward_url,
             created_at=utcnow(),
         )
 
@@ -240,7 +242,7 @@ class Ingest:
                 self.settings.produce_timeout
             ):  # no extra task, unlike wait_for
                 await self.producer.send_and_wait(
-                    topics.EVENTS, encode_event(event), key=event.username.encode()
+                    self.topic, encode_event(event), key=event.username.encode()
                 )
         except (KafkaError, TimeoutError):
             log.warning("produce_failed", event_id=event.id, best_effort=best_effort)

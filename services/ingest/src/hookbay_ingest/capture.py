@@ -1,25 +1,16 @@
-"""Turning an HTTP request into event fields: headers, client address, signature check."""
+"""Turning an HTTP request into event fields: client address, signature check (headers are
+``hookbay_common.headers.join_headers``)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from hookbay_common.settings import IPNetwork
 
 SIGNATURE_HEADER = "x-service-signature"
-
-
-def capture_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    """Every header, names lowercased, repeated headers joined with ``", "`` in arrival order."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in raw:
-        name = raw_name.decode("latin-1").lower()
-        value = raw_value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return headers
 
 
 def client_ip(peer: str, forwarded_for: str | None, trusted: Sequence[IPNetwork]) -> str:

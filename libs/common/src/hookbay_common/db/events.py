@@ -5,9 +5,15 @@ Writes are idempotent upserts keyed by the record id, so a message consumed twic
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from pymongo import ReplaceOne, UpdateOne
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from hookbay_common.db.client import Collections, Database
 from hookbay_common.db.documents import (
@@ -36,10 +42,48 @@ def event_to_document(event: Event) -> dict[str, Any]:
 
 def event_from_document(doc: dict[str, Any]) -> Event:
     doc = dict(doc)
+    doc.pop("status_key", None)
     doc["id"] = doc.pop("_id")
     doc["request_headers"] = headers_from_document(doc["request_headers"])
     doc["body"] = body_from_document(doc, "request_body")
     return Event.model_validate(doc)
+
+
+def _event_upsert(event: Event) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Filter and update storing ``event``. The captured fields are written every time (they
+    never change, so a repeat is a no-op); the status only on insert, so a status already set
+    from the attempts is kept."""
+    doc = event_to_document(event)
+    del doc["status"]
+    return {"_id": doc.pop("_id")}, {
+        "$set": doc,
+        "$setOnInsert": {"status": event.initial_status.value},
+    }
+
+
+def _status_update(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Filter and update setting the event's status from ``attempt`` unless a later attempt
+    already set it. When the event is not recorded yet, a stub holding only the status is
+    inserted (the event's own upsert fills in the rest); when a later attempt won, the upsert
+    hits the ``_id`` and fails with a duplicate key, which means "nothing to do"."""
+    key = attempt.status_key
+    return {
+        "_id": attempt.event_id,
+        "$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}],
+    }, {"$set": {"status": attempt.outcome.value, "status_key": key}}
+
+
+async def _bulk_upsert(collection: Any, operations: Sequence[Any]) -> None:
+    """One unordered bulk write. If it reports errors (an insert race on ``_id``), every
+    operation is run again one by one: FerretDB v1 stops an unordered bulk at its first error,
+    and every operation here is idempotent."""
+    if not operations:
+        return
+    try:
+        await collection.bulk_write(operations, ordered=False)
+    except BulkWriteError:
+        for op in operations:
+            await collection.bulk_write([op])
 
 
 class EventRepository:
@@ -47,12 +91,28 @@ class EventRepository:
         self._events = db[Collections.EVENTS]
 
     async def upsert(self, event: Event) -> None:
-        """Insert ``event`` unless it is already stored; a stored event's status is kept."""
-        doc = event_to_document(event)
-        await self._events.update_one({"_id": doc.pop("_id")}, {"$setOnInsert": doc}, upsert=True)
+        """Store ``event``; idempotent. A stored event's status is kept."""
+        await self._events.update_one(*_event_upsert(event), upsert=True)
+
+    async def upsert_many(self, events: list[Event]) -> None:
+        await _bulk_upsert(
+            self._events, [UpdateOne(*_event_upsert(e), upsert=True) for e in events]
+        )
+
+    async def apply_attempts(self, attempts: list[Attempt]) -> None:
+        """Move each attempt's event to the status the attempt implies, unless a later attempt
+        (``Attempt.status_key``) already decided it; idempotent and order-independent."""
+        # one statement each, concurrently: a duplicate key is an expected answer here, and
+        # FerretDB v1 stops an unordered bulk write at its first error
+        await asyncio.gather(*(self._apply(attempt) for attempt in attempts))
+
+    async def _apply(self, attempt: Attempt) -> None:
+        with contextlib.suppress(DuplicateKeyError):
+            await self._events.update_one(*_status_update(attempt), upsert=True)
 
     async def get(self, event_id: str) -> Event | None:
-        doc = await self._events.find_one({"_id": event_id})
+        """The event, or ``None`` also while only its status stub is stored."""
+        doc = await self._events.find_one({"_id": event_id, "request_id": {"$exists": True}})
         return event_from_document(doc) if doc else None
 
     async def get_by_request_id(self, request_id: str) -> Event | None:
@@ -103,8 +163,14 @@ class AttemptRepository:
         self._attempts = db[Collections.ATTEMPTS]
 
     async def upsert(self, attempt: Attempt) -> None:
-        doc = attempt_to_document(attempt)
-        await self._attempts.replace_one({"_id": doc["_id"]}, doc, upsert=True)
+        await self.upsert_many([attempt])
+
+    async def upsert_many(self, attempts: list[Attempt]) -> None:
+        operations = [
+            ReplaceOne({"_id": doc["_id"]}, doc, upsert=True)
+            for doc in map(attempt_to_document, attempts)
+        ]
+        await _bulk_upsert(self._attempts, operations)
 
     async def list_for_event(self, event_id: str) -> list[Attempt]:
         cursor = self._attempts.find({"event_id": event_id}).sort([("started_at", 1), ("_id", 1)])

@@ -1,0 +1,64 @@
+"""``python -m hookbay_forwarder [forwarder|recorder]``: run one of the two processes.
+
+SIGTERM/SIGINT: stop reading, let in-flight attempts finish (``HOOKBAY_SHUTDOWN_GRACE``),
+hand back the rest uncommitted, commit what is done, flush the producer, exit 0. Exit 3: the
+dead-letter limit tripped; exit 1: a consumer failed; exit 2: invalid configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Callable, Sequence
+
+import uvloop
+from pydantic import ValidationError
+
+from hookbay_common.logs import configure_logging
+from hookbay_forwarder.app import Forwarder, Process, Recorder
+from hookbay_forwarder.ops import create_ops_app, create_ops_server
+from hookbay_forwarder.settings import ForwarderSettings
+
+ROLES: dict[str, Callable[[ForwarderSettings], Process]] = {
+    "forwarder": Forwarder,
+    "recorder": Recorder,
+}
+
+
+async def serve(process: Process, host: str, port: int) -> int:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, process.request_stop)
+    ops = create_ops_server(create_ops_app(process.checks, process.metrics.registry), host, port)
+    ops_task = asyncio.create_task(ops.serve())
+    try:
+        await process.start()
+        status = await process.run()
+    finally:
+        await process.stop()
+        ops.should_exit = True
+        await ops_task
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv) or ["forwarder"]
+    if len(args) != 1 or args[0] not in ROLES:
+        print("usage: python -m hookbay_forwarder [forwarder|recorder]", file=sys.stderr)  # noqa: T201
+        sys.exit(2)
+    role = args[0]
+    try:
+        settings = ForwarderSettings()  # type: ignore[call-arg]
+    except ValidationError as exc:
+        print(f"hookbay-{role}: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
+        sys.exit(2)
+    configure_logging(settings.log_level, service=role)
+    port = (
+        settings.forwarder_metrics_port if role == "forwarder" else settings.recorder_metrics_port
+    )
+    sys.exit(uvloop.run(serve(ROLES[role](settings), settings.ops_host, port)))
+
+
+if __name__ == "__main__":
+    main()

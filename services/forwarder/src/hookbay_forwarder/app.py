@@ -1,0 +1,257 @@
+"""The two long-running processes of this service, wired from settings.
+
+``Forwarder``: consumer group ``<namespace>.forwarder`` on the events topic (first attempts,
+ordered per owner) and ``<namespace>.forwarder-tasks`` on the retry tiers and replays.
+``Recorder``: consumer group ``<namespace>.recorder`` on events and attempts, into MongoDB.
+
+Both: ``start()`` (waits for Kafka, never gives up until stopped), ``run()`` (returns an exit
+status), ``stop()`` (graceful: hand back or finish in-flight work, commit, flush).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import KafkaError
+
+from hookbay_common.db import AttemptRepository, EventRepository
+from hookbay_common.db import client as db_client
+from hookbay_common.kafka import create_consumer, create_producer, ensure_topics
+from hookbay_common.logs import get_logger
+from hookbay_forwarder.consumer import HandlerCrashed, OrderedConsumer
+from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
+from hookbay_forwarder.delivery import Deliverer, create_client
+from hookbay_forwarder.handlers import ForwarderHandlers
+from hookbay_forwarder.metrics import ConsumerMetrics, ForwarderMetrics, RecorderMetrics
+from hookbay_forwarder.recorder import RecorderHandlers, RecorderLoop
+from hookbay_forwarder.retry import RetryPolicy
+from hookbay_forwarder.settings import ForwarderSettings
+
+log = get_logger("hookbay.forwarder")
+
+EXIT_OK = 0
+EXIT_CRASHED = 1
+EXIT_DEAD_LETTER_LIMIT = 3
+OBSERVE_INTERVAL = 2.0
+
+
+class Process(Protocol):
+    @property
+    def metrics(self) -> ConsumerMetrics: ...
+
+    def checks(self) -> dict[str, bool]: ...
+    async def start(self) -> None: ...
+    async def run(self) -> int: ...
+    async def stop(self) -> None: ...
+    def request_stop(self) -> None: ...
+
+
+async def _until_connected(attempt: Callable[[], Awaitable[Any]], stopping: asyncio.Event) -> bool:
+    """Retry ``attempt`` until it succeeds (True) or a stop is requested (False)."""
+    while not stopping.is_set():
+        try:
+            await attempt()
+        except (KafkaError, OSError) as exc:
+            log.warning("kafka_unreachable", error=type(exc).__name__)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), 2.0)
+        else:
+            return True
+    return False
+
+
+class Forwarder:
+    def __init__(self, settings: ForwarderSettings) -> None:
+        self.settings = settings
+        self.metrics = ForwarderMetrics()
+        self.topics = settings.topics
+        self._stopping = asyncio.Event()
+        self._started = False
+        self.producer = create_producer(settings.kafka_bootstrap, client_id="hookbay-forwarder")
+        self.client = create_client(
+            allow_private=settings.allow_private_destinations,
+            max_connections=settings.max_connections,
+        )
+        self.handlers = ForwarderHandlers(
+            deliverer=Deliverer(self.client, timeout=settings.forward_timeout),
+            producer=self.producer,
+            topics=self.topics,
+            policy=RetryPolicy(settings.retry_schedule, settings.retry_jitter),
+            limit=DeadLetterLimit(
+                window=settings.dlq_limit_window,
+                ratio=settings.dlq_limit_ratio,
+                min_hosts=settings.dlq_limit_min_hosts,
+                max_invalid=settings.dlq_limit_invalid,
+            ),
+            metrics=self.metrics,
+        )
+        self.events = self._ordered(f"{self.topics.namespace}.forwarder", self.handlers.on_event)
+        self.tasks = self._ordered(
+            f"{self.topics.namespace}.forwarder-tasks", self.handlers.on_task
+        )
+
+    def _ordered(self, group: str, handler: Callable[[Any], Awaitable[None]]) -> OrderedConsumer:
+        s = self.settings
+        consumer = create_consumer(
+            s.kafka_bootstrap, group_id=group, client_id="hookbay-forwarder",
+            session_timeout_ms=s.kafka_session_timeout_ms,
+            metadata_max_age_ms=30_000,  # notices new retry tiers (pattern subscription)
+        )  # fmt: skip
+        return OrderedConsumer(
+            consumer, handler, name=group, max_buffered=s.max_buffered_events,
+            max_buffered_bytes=s.max_buffered_bytes, revoke_grace=s.shutdown_grace,
+        )  # fmt: skip
+
+    def checks(self) -> dict[str, bool]:
+        return {
+            "kafka": self._started,
+            "events_consumer": self.events.running,
+            "tasks_consumer": self.tasks.running,
+        }
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+        self.events.stop()
+        self.tasks.stop()
+
+    async def start(self) -> None:
+        s = self.settings
+
+        async def connect() -> None:
+            await ensure_topics(
+                s.kafka_bootstrap, partitions=s.kafka_partitions, specs=s.topic_specs()
+            )
+            await self.producer.start()
+            self.events.consumer.subscribe([self.topics.events], listener=self.events)
+            self.tasks.consumer.subscribe(pattern=self.topics.task_pattern, listener=self.tasks)
+            await self.events.consumer.start()
+            await self.tasks.consumer.start()
+
+        self._started = await _until_connected(connect, self._stopping)
+        if self._started:
+            log.info("forwarder_started", namespace=self.topics.namespace)
+
+    async def run(self) -> int:
+        if not self._started:
+            return EXIT_OK
+        observer = asyncio.create_task(self._observe())
+        loops = [asyncio.create_task(c.run()) for c in (self.events, self.tasks)]
+        try:
+            await asyncio.wait(loops, return_when=asyncio.FIRST_EXCEPTION)
+            self.request_stop()
+            results = await asyncio.gather(*loops, return_exceptions=True)
+        finally:
+            observer.cancel()
+        return _exit_status(results)
+
+    async def stop(self) -> None:
+        grace = self.settings.shutdown_grace
+        if self._started:
+            await asyncio.gather(self.events.drain(grace), self.tasks.drain(grace))
+        for consumer in (self.events.consumer, self.tasks.consumer):
+            await consumer.stop()
+        await self.producer.stop()
+        await self.client.aclose()
+        log.info("forwarder_stopped")
+
+    async def _observe(self) -> None:
+        while True:
+            waiting = 0
+            for ordered in (self.events, self.tasks):
+                _report_lag(self.metrics, ordered.name, ordered.consumer, ordered.lag())
+                self.metrics.buffered.labels(ordered.name).set(ordered.buffered)
+            for tp, lag in self.tasks.lag().items():
+                if tp.topic != self.topics.replays:
+                    waiting += lag
+            self.metrics.retries_waiting.set(waiting)
+            await asyncio.sleep(OBSERVE_INTERVAL)
+
+
+class Recorder:
+    def __init__(self, settings: ForwarderSettings) -> None:
+        self.settings = settings
+        self.metrics = RecorderMetrics()
+        self.topics = settings.topics
+        self._stopping = asyncio.Event()
+        self._started = False
+        self.mongo = db_client.connect(settings.mongo_url)
+        db = db_client.database(self.mongo)
+        self.handlers = RecorderHandlers(
+            EventRepository(db), AttemptRepository(db), self.topics, self.metrics
+        )
+        self.consumer: AIOKafkaConsumer = create_consumer(
+            settings.kafka_bootstrap, self.topics.events, self.topics.attempts,
+            group_id=f"{self.topics.namespace}.recorder", client_id="hookbay-recorder",
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+        )  # fmt: skip
+        self.loop = RecorderLoop(self.consumer, self.handlers)
+
+    def checks(self) -> dict[str, bool]:
+        return {"kafka": self._started, "consumer": self._started, "mongo": self.loop.healthy}
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+        self.loop.stop()
+
+    async def start(self) -> None:
+        s = self.settings
+
+        async def connect() -> None:
+            await ensure_topics(
+                s.kafka_bootstrap, partitions=s.kafka_partitions, specs=s.topic_specs()
+            )
+            await self.consumer.start()
+
+        await db_client.migrate(db_client.database(self.mongo))
+        self._started = await _until_connected(connect, self._stopping)
+        if self._started:
+            log.info("recorder_started", namespace=self.topics.namespace)
+
+    async def run(self) -> int:
+        if not self._started:
+            return EXIT_OK
+        observer = asyncio.create_task(self._observe())
+        try:
+            results = await asyncio.gather(self.loop.run(), return_exceptions=True)
+        finally:
+            observer.cancel()
+        return _exit_status(results)
+
+    async def stop(self) -> None:
+        await self.consumer.stop()
+        await self.mongo.close()
+        log.info("recorder_stopped")
+
+    async def _observe(self) -> None:
+        while True:
+            lags = {}
+            for tp in self.consumer.assignment():
+                highwater = self.consumer.highwater(tp)
+                committed = await self.consumer.committed(tp)
+                if highwater is not None and committed is not None:
+                    lags[tp] = max(0, highwater - committed)
+            _report_lag(self.metrics, "recorder", self.consumer, lags)
+            await asyncio.sleep(OBSERVE_INTERVAL)
+
+
+def _report_lag(
+    metrics: ConsumerMetrics, name: str, _: AIOKafkaConsumer, lags: dict[Any, int]
+) -> None:
+    for tp, lag in lags.items():
+        metrics.lag.labels(name, tp.topic, str(tp.partition)).set(lag)
+
+
+def _exit_status(results: Sequence[Any]) -> int:
+    for result in results:
+        if isinstance(result, BaseException):
+            cause = result.__cause__ if isinstance(result, HandlerCrashed) else result
+            if isinstance(cause, DeadLetterLimitExceeded):
+                log.critical("dead_letter_limit_exceeded", reason=str(cause))
+                return EXIT_DEAD_LETTER_LIMIT
+            log.error("consumer_failed", error=type(cause).__name__, detail=str(cause)[:500])
+            return EXIT_CRASHED
+    return EXIT_OK

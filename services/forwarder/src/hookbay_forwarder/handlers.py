@@ -1,0 +1,218 @@
+"""The forwarder's business: turn an event or a task into an attempt, and decide what follows.
+
+Every handler returns only once everything it decided is durably in Kafka (acks=all): the
+attempt record, and the next retry or the dead letter. The consume loop commits after that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+from structlog.contextvars import bound_contextvars
+
+from hookbay_common.ids import IdPrefix, derived_id, new_id
+from hookbay_common.logs import get_logger
+from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, EventStatus
+from hookbay_common.topics import Topics
+from hookbay_common.wire import (
+    WireError,
+    decode_event,
+    decode_task,
+    encode_attempt,
+    encode_event,
+    encode_task,
+)
+from hookbay_forwarder.consumer import NOT_BEFORE_HEADER
+from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
+from hookbay_forwarder.delivery import Deliverer, Outcome
+from hookbay_forwarder.metrics import ForwarderMetrics
+from hookbay_forwarder.retry import (
+    RETRY_AFTER_STATUSES,
+    RetryPolicy,
+    Wait,
+    is_retryable,
+    parse_retry_after,
+)
+
+log = get_logger("hookbay.forwarder")
+
+
+@dataclass
+class ForwarderHandlers:
+    deliverer: Deliverer
+    producer: AIOKafkaProducer
+    topics: Topics
+    policy: RetryPolicy
+    limit: DeadLetterLimit
+    metrics: ForwarderMetrics
+
+    async def on_event(self, record: Any) -> None:
+        """A captured event: its first attempt, unless it has nothing to deliver (rejected by
+        its signature, or no destination), which the recorder settles on its own."""
+        with _bound(record):
+            try:
+                event = decode_event(record.value)
+            except WireError as exc:
+                await self._unreadable(record, str(exc))
+                return
+            if not event.deliverable:
+                return
+            assert event.forward_url is not None
+            task = DeliveryTask(
+                event=event,
+                chain_id=derived_id(IdPrefix.CHAIN, event.id),  # a redo continues the same chain
+                trigger=AttemptTrigger.INITIAL,
+                number=1,
+                url=event.forward_url,
+                not_before=event.created_at,
+            )
+            await self._guarded(record, task)
+
+    async def on_task(self, record: Any) -> None:
+        """A retry that is due, or a replay."""
+        with _bound(record):
+            try:
+                task = decode_task(record.value)
+            except WireError as exc:
+                await self._unreadable(record, str(exc))
+                return
+            await self._guarded(record, task)
+
+    async def _guarded(self, record: Any, task: DeliveryTask) -> None:
+        try:
+            await self.run(task)
+        except (KafkaError, DeadLetterLimitExceeded, asyncio.CancelledError):
+            raise  # not the message's fault: stop, redo it later
+        except Exception as exc:  # a bug for this message: park it, keep the others flowing
+            log.exception("task_crashed", event_id=task.event.id)
+            await self._dead_letter(
+                encode_task(task), key=task.event.username.encode(), reason="internal_error",
+                detail=type(exc).__name__,
+            )  # fmt: skip
+            self.limit.invalid()
+
+    async def run(self, task: DeliveryTask) -> Attempt:
+        """Make one attempt and write down what follows from it."""
+        event = task.event
+        with bound_contextvars(event_id=event.id, chain_id=task.chain_id, attempt=task.number):
+            outcome = await self.deliverer.attempt(task)
+            wait = self._next_wait(task, outcome)
+            attempt = _attempt(task, outcome, wait)
+            key = event.id.encode()
+            pending = [
+                await self.producer.send(self.topics.attempts, encode_attempt(attempt), key=key)
+            ]
+            if wait is not None and attempt.next_retry_at is not None:
+                retry = task.model_copy(
+                    update={
+                        "number": task.number + 1,
+                        "trigger": AttemptTrigger.RETRY
+                        if task.trigger is AttemptTrigger.INITIAL
+                        else task.trigger,  # a replay's retries stay in the replay chain
+                        "not_before": attempt.next_retry_at,
+                    }
+                )
+                topic = self.topics.retry(wait.tier)
+                headers = [(NOT_BEFORE_HEADER, _ms(retry.not_before))]
+                pending.append(
+                    await self.producer.send(topic, encode_task(retry), key=key, headers=headers)
+                )
+                log.info(
+                    "retry_scheduled", status=outcome.status_code, error=outcome.error,
+                    topic=topic, next_retry_at=retry.not_before.isoformat(),
+                )  # fmt: skip
+            elif attempt.outcome is EventStatus.FAILED:
+                reason = outcome.error or f"status {outcome.status_code}"
+                headers = _dlq_headers("delivery_failed", reason, task.chain_id)
+                pending.append(
+                    await self.producer.send(
+                        self.topics.events_dlq,
+                        encode_event(event),
+                        key=event.username.encode(),
+                        headers=headers,
+                    )
+                )
+            await asyncio.gather(*pending)  # every acknowledgement, or raise
+            self._count(attempt, outcome, task)
+            return attempt
+
+    def _next_wait(self, task: DeliveryTask, outcome: Outcome) -> Wait | None:
+        if outcome.status_code is not None and 200 <= outcome.status_code < 300:
+            return None
+        if not is_retryable(outcome.status_code, outcome.error, blocked=outcome.blocked):
+            return None
+        retry_after = None
+        if outcome.status_code in RETRY_AFTER_STATUSES:
+            retry_after = parse_retry_after(outcome.headers.get("retry-after"))
+        return self.policy.next_wait(task.number, retry_after)
+
+    def _count(self, attempt: Attempt, outcome: Outcome, task: DeliveryTask) -> None:
+        if outcome.latency_ms is not None:
+            self.metrics.attempt_latency.observe(outcome.latency_ms / 1000)
+        result = attempt.outcome
+        if result is EventStatus.PENDING:
+            self.metrics.attempts.labels("retry").inc()
+            return
+        self.metrics.attempts.labels(result.value).inc()
+        log.info("chain_ended", status=outcome.status_code, error=outcome.error, outcome=result)
+        if result is EventStatus.FAILED:
+            self.metrics.dead_lettered.labels("delivery_failed").inc()
+            self.limit.chain_ended(dead_letter_host=urlsplit(task.url).hostname or "-")
+        else:
+            self.limit.chain_ended(dead_letter_host=None)
+
+    async def _unreadable(self, record: Any, problem: str) -> None:
+        log.error("unreadable_message", problem=problem)
+        await self._dead_letter(record.value, key=record.key, reason="unreadable", detail=problem)
+        self.limit.invalid()
+
+    async def _dead_letter(
+        self, value: bytes, *, key: bytes | None, reason: str, detail: str
+    ) -> None:
+        await self.producer.send_and_wait(
+            self.topics.events_dlq, value, key=key, headers=_dlq_headers(reason, detail, None)
+        )
+        self.metrics.dead_lettered.labels(reason).inc()
+
+
+def _attempt(task: DeliveryTask, outcome: Outcome, wait: Wait | None) -> Attempt:
+    return Attempt(
+        id=new_id(IdPrefix.ATTEMPT),
+        event_id=task.event.id,
+        username=task.event.username,
+        webhook_id=task.event.webhook_id,
+        chain_id=task.chain_id,
+        number=task.number,
+        trigger=task.trigger,
+        url=task.url,
+        started_at=outcome.started_at,
+        status_code=outcome.status_code,
+        response_headers=outcome.headers,
+        response_body=outcome.body,
+        response_body_truncated=outcome.truncated,
+        latency_ms=outcome.latency_ms,
+        error=outcome.error,
+        will_retry=wait is not None,
+        next_retry_at=outcome.started_at + timedelta(seconds=wait.delay) if wait else None,
+    )
+
+
+def _dlq_headers(reason: str, detail: str, chain_id: str | None) -> list[tuple[str, bytes]]:
+    headers = [("reason", reason.encode()), ("detail", detail[:500].encode())]
+    if chain_id is not None:
+        headers.append(("chain-id", chain_id.encode()))
+    return headers
+
+
+def _ms(when: Any) -> bytes:
+    return str(int(when.timestamp() * 1000)).encode()
+
+
+def _bound(record: Any) -> Any:
+    return bound_contextvars(topic=record.topic, partition=record.partition, offset=record.offset)

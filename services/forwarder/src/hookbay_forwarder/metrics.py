@@ -1,0 +1,63 @@
+"""Prometheus metrics of the forwarder and the recorder (one registry per process)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from hookbay_common.metrics import LATENCY_BUCKETS, name, new_registry
+
+_ATTEMPT_BUCKETS = (*LATENCY_BUCKETS, 15.0, 30.0)
+
+
+class ConsumerMetrics:
+    """What every consumer process reports: lag per partition and records buffered."""
+
+    def __init__(self) -> None:
+        self.registry = new_registry()
+        self.lag = Gauge(
+            name("consumer_lag"), "Records not yet handled and committed, per partition.",
+            ["consumer", "topic", "partition"], registry=self.registry,
+        )  # fmt: skip
+        self.buffered = Gauge(
+            name("consumer_buffered"), "Records read and not yet handled.", ["consumer"],
+            registry=self.registry,
+        )  # fmt: skip
+
+
+class ForwarderMetrics(ConsumerMetrics):
+    def __init__(self) -> None:
+        super().__init__()
+        r = self.registry
+        self.attempts = Counter(
+            name("forwarder_attempts"), "Delivery attempts by outcome.", ["outcome"], registry=r
+        )
+        """outcome: success (2xx), retry (a retry is scheduled), failed (the chain ends failed)."""
+        self.attempt_latency = Histogram(
+            name("forwarder_attempt_duration_seconds"), "Time from sending to the answer.",
+            buckets=_ATTEMPT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.retries_waiting = Gauge(
+            name("forwarder_retries_waiting"), "Retries written to a delay tier, not yet run.",
+            registry=r,
+        )  # fmt: skip
+        self.dead_lettered = Counter(
+            name("forwarder_dead_lettered"), "Messages written to the dead-letter topic.",
+            ["reason"], registry=r,
+        )  # fmt: skip
+
+
+class RecorderMetrics(ConsumerMetrics):
+    def __init__(self) -> None:
+        super().__init__()
+        r = self.registry
+        self.recorded = Counter(
+            name("recorder_records"), "Records written to MongoDB.", ["kind"], registry=r
+        )
+        self.write_latency = Histogram(
+            name("recorder_write_duration_seconds"), "Time to write one batch to MongoDB.",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.unreadable = Counter(
+            name("recorder_unreadable"), "Records skipped because they could not be read.",
+            ["topic"], registry=r,
+        )  # fmt: skip

@@ -1,0 +1,32 @@
+"""Forwarder and recorder settings: the shared ones plus what only delivery and recording need."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from hookbay_common.settings import Settings
+
+
+class ForwarderSettings(Settings):
+    forwarder_metrics_port: int = Field(default=9101, ge=0, le=65535)
+    """``/healthz``, ``/readyz`` and ``/metrics`` of the forwarder (0: any free port)."""
+    recorder_metrics_port: int = Field(default=9102, ge=0, le=65535)
+    ops_host: str = "0.0.0.0"
+    retry_jitter: float = Field(default=0.1, ge=0, le=1)
+    """Each retry waits its scheduled delay plus up to this fraction more (spreads herds)."""
+    max_buffered_events: int = Field(default=10_000, ge=1)
+    """Events read but not yet delivered, per process; above it, reading pauses (back-pressure)."""
+    max_buffered_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
+    max_connections: int = Field(default=1000, ge=1)
+    """Open connections to destinations, all destinations together."""
+    dlq_limit_window: int = Field(default=1000, ge=1)
+    """Dead-letter limit: how many recent final outcomes are looked at."""
+    dlq_limit_ratio: float = Field(default=0.5, gt=0, le=1)
+    """... the share of them dead-lettered that stops the forwarder ..."""
+    dlq_limit_min_hosts: int = Field(default=20, ge=1)
+    """... when the dead letters span at least this many destination hosts."""
+    dlq_limit_invalid: int = Field(default=10, ge=1)
+    """Stop after this many unreadable or crashing messages in a row."""
+    kafka_session_timeout_ms: int = Field(default=10_000, ge=1000)
+    shutdown_grace: float = Field(default=15.0, ge=0)
+    """On SIGTERM, how long in-flight attempts may finish before they are handed back."""
