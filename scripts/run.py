@@ -29,6 +29,18 @@ BIN = Path(sys.executable).parent
 # (name, argv, port variable, default port): grows as services land; each stops cleanly on SIGTERM
 SERVICES: list[tuple[str, list[str], str, int]] = [
     ("ingest", [sys.executable, "-m", "hookbay_ingest"], "HOOKBAY_INGEST_PORT", 8080),
+    (
+        "forwarder",
+        [sys.executable, "-m", "hookbay_forwarder", "forwarder"],
+        "HOOKBAY_FORWARDER_METRICS_PORT",
+        9101,
+    ),
+    (
+        "recorder",
+        [sys.executable, "-m", "hookbay_forwarder", "recorder"],
+        "HOOKBAY_RECORDER_METRICS_PORT",
+        9102,
+    ),
 ]
 
 

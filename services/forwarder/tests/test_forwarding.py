@@ -9,10 +9,16 @@ from datetime import timedelta
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from hookbay_common.models import Attempt, AttemptTrigger, Event
-from hookbay_common.wire import decode_attempt, decode_event, encode_event
+from hookbay_common.clock import utcnow
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.kafka import ensure_topics
+from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, Event
+from hookbay_common.settings import Settings
+from hookbay_common.wire import decode_attempt, decode_event, encode_event, encode_task
+from hookbay_forwarder.app import EXIT_DEAD_LETTER_LIMIT, Forwarder
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_event, unique_name
+from tests.support.forwarder import forwarder_settings, running
 from tests.support.kafka import Message, TopicReader
 from tests.support.receiver import Receiver, Reply
 
@@ -146,3 +152,171 @@ class TestDelivery:
         ]
         await dead_letters.until(lambda ms: any(decode_event(m.value).id == event.id for m in ms))
         assert len(receiver.received(url)) == 3
+
+
+@pytest.mark.usefixtures("forwarder")
+class TestFidelity:
+    async def test_binary_body_and_headers_arrive_byte_exact(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+    ) -> None:
+        url = receiver.url()
+        body = bytes(range(256)) * 3 + b"\xff\xfe\x00"
+        headers = {
+            "content-type": "application/octet-stream",
+            "x-custom": "caf\xe9, two",  # latin-1 byte 0xe9, a joined repeat
+            "x.dotted": "$v",
+            "host": "sender.example",
+            "connection": "keep-alive, x-private",
+            "x-private": "named by Connection",
+            "keep-alive": "timeout=5",
+            "transfer-encoding": "chunked",
+            "content-length": "999",
+            "x-hookbay-event-id": "spoofed",
+        }
+        event = create_event(
+            username=unique_name("u"), forward_url=url, body=body, request_headers=headers
+        )
+        await send(producer, fwd_settings, event)
+        (got,) = await receiver.wait_for(url, 1)
+        assert got.body == body
+        names = [name.decode() for name, _ in got.headers]
+        assert got.header("x-custom") == "caf\xe9, two"
+        assert got.header("x.dotted") == "$v"
+        assert got.header("content-type") == "application/octet-stream"
+        assert got.header("content-length") == str(len(body))
+        assert got.header("host") == url.split("/")[2]
+        assert got.header("x-hookbay-event-id") == event.id
+        assert names.count("x-hookbay-event-id") == 1
+        for dropped in ("connection", "x-private", "keep-alive", "transfer-encoding"):
+            assert dropped not in names
+
+    async def test_largest_body_is_delivered(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+    ) -> None:
+        url = receiver.url()
+        body = bytes(i % 251 for i in range(4_500_000))
+        event = create_event(username=unique_name("u"), forward_url=url, body=body)
+        await send(producer, fwd_settings, event)
+        (got,) = await receiver.wait_for(url, 1)
+        assert got.body == body
+
+
+@pytest.mark.usefixtures("forwarder")
+class TestOrderingAndIsolation:
+    async def test_each_owners_events_arrive_in_order(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+    ) -> None:
+        owners = [unique_name("u") for _ in range(3)]
+        urls = {owner: receiver.url() for owner in owners}
+        sent: dict[str, list[str]] = {owner: [] for owner in owners}
+        events = []
+        for i in range(40):
+            owner = owners[i % 3]
+            event = create_event(username=owner, forward_url=urls[owner], body=str(i).encode())
+            sent[owner].append(event.id)
+            events.append(event)
+        await asyncio.gather(*(
+            producer.send_and_wait(fwd_settings.topics.events, encode_event(e), key=e.username.encode())
+            for e in events
+        ))  # fmt: skip
+        for owner in owners:
+            got = await receiver.wait_for(urls[owner], len(sent[owner]))
+            assert [r.header("x-hookbay-event-id") for r in got] == sent[owner]
+
+    async def test_a_hanging_destination_does_not_delay_another_owner(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+    ) -> None:
+        gate = asyncio.Event()
+        slow_url = receiver.url(then=Reply(200, gate=gate))
+        fast_url = receiver.url()
+        slow_owner = unique_name("slow")
+        slow = [create_event(username=slow_owner, forward_url=slow_url) for _ in range(3)]
+        fast_owner = unique_name("fast")
+        fast = [create_event(username=fast_owner, forward_url=fast_url) for _ in range(5)]
+        await send(producer, fwd_settings, *slow)
+        await receiver.wait_for(slow_url, 1)  # the slow owner's first attempt is hanging now
+        await send(producer, fwd_settings, *fast)
+        got = await receiver.wait_for(fast_url, 5)
+        assert not gate.is_set()  # delivered while the other owner's destination hangs
+        assert [r.header("x-hookbay-event-id") for r in got] == [e.id for e in fast]
+        gate.set()
+
+
+class TestDestinationGuard:
+    async def test_private_address_is_refused_at_delivery(
+        self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
+    ) -> None:
+        fs = forwarder_settings(settings, allow_private_destinations=False)
+        reader = TopicReader(fs.kafka_bootstrap, fs.topics.attempts, decode_attempt)
+        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
+        await reader.start()
+        try:
+            async with running(Forwarder(fs)):
+                url = receiver.url()
+                event = create_event(username=unique_name("u"), forward_url=url)
+                await send(producer, fs, event)
+                (attempt,) = of(await reader.until(chain_of(event, 1)), event)
+        finally:
+            await reader.stop()
+        assert attempt.status_code is None
+        assert attempt.error is not None
+        assert "destination not allowed" in attempt.error
+        assert "127.0.0.1" in attempt.error
+        assert attempt.will_retry is False
+        assert receiver.received(url) == []
+
+
+@pytest.mark.usefixtures("forwarder")
+class TestReplayAndPoison:
+    async def test_a_replay_runs_a_new_chain(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings,
+        attempts: TopicReader[Attempt],
+    ) -> None:  # fmt: skip
+        url = receiver.url()
+        event = create_event(username=unique_name("u"), forward_url="http://127.0.0.1:9/old")
+        task = DeliveryTask(
+            event=event, chain_id=new_id(IdPrefix.CHAIN), trigger=AttemptTrigger.REPLAY,
+            number=1, url=url, not_before=utcnow(),
+        )  # fmt: skip
+        await producer.send_and_wait(
+            fwd_settings.topics.replays, encode_task(task), key=event.id.encode()
+        )
+        (got,) = await receiver.wait_for(url, 1)
+        assert got.header("x-hookbay-attempt") == "1"
+        (attempt,) = of(await attempts.until(chain_of(event, 1)), event)
+        assert (attempt.trigger, attempt.chain_id, attempt.status_code) == (
+            AttemptTrigger.REPLAY, task.chain_id, 200,
+        )  # fmt: skip
+
+    async def test_unreadable_message_is_dead_lettered_and_the_next_delivered(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings,
+        dead_letters: TopicReader[bytes],
+    ) -> None:  # fmt: skip
+        owner = unique_name("u")
+        await producer.send_and_wait(
+            fwd_settings.topics.events, b"\x00not msgpack", key=owner.encode()
+        )
+        url = receiver.url()
+        await send(producer, fwd_settings, create_event(username=owner, forward_url=url))
+        await receiver.wait_for(url, 1)
+        msgs = await dead_letters.until(lambda ms: any(m.value == b"\x00not msgpack" for m in ms))
+        (dead,) = [m for m in msgs if m.value == b"\x00not msgpack"]
+        assert dead.headers["reason"] == b"unreadable"
+
+
+class TestDeadLetterLimit:
+    async def test_a_flood_of_dead_letters_across_hosts_stops_the_forwarder(
+        self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
+    ) -> None:
+        fs = forwarder_settings(
+            settings, dlq_limit_window=4, dlq_limit_ratio=0.5, dlq_limit_min_hosts=2
+        )
+        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
+        bad = receiver.url(then=Reply(400, b"no"))
+        urls = [bad, bad.replace("127.0.0.1", "localhost")] * 2
+        events = [create_event(username=unique_name("u"), forward_url=u) for u in urls]
+        process = Forwarder(fs)
+        async with running(process) as task:
+            await send(producer, fs, *events)
+            status = await asyncio.wait_for(asyncio.shield(task), 60)
+        assert status == EXIT_DEAD_LETTER_LIMIT

@@ -135,9 +135,8 @@ class Deliverer:
             headers.append((b"user-agent", USER_AGENT.encode()))
         try:
             async with asyncio.timeout(self._timeout):
-                request = self._client.build_request(
-                    "POST", task.url, content=event.body, headers=headers
-                )
+                # a bare Request: the sender's headers only, not the client's defaults
+                request = httpx.Request("POST", task.url, content=event.body, headers=headers)
                 response = await self._client.send(request, stream=True)
                 try:
                     body, truncated = await _read_limited(response)
