@@ -6,26 +6,10 @@ import ipaddress
 
 import pytest
 
-from hookbay_common.headers import join_headers as capture_headers
 from hookbay_ingest.capture import client_ip, signature_valid
 from hookbay_ingest.errors import PayloadTooLarge
 
 TRUSTED = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("192.168.1.1/32"))
-
-
-class TestCaptureHeaders:
-    def test_lowercases_and_joins_repeats_in_order(self) -> None:
-        raw = [
-            (b"Content-Type", b"text/plain"),
-            (b"X-A", b"1"),
-            (b"x-a", b"2"),
-            (b"X-\xe9", b"\xff"),
-        ]
-        assert capture_headers(raw) == {
-            "content-type": "text/plain",
-            "x-a": "1, 2",
-            "x-\xe9": "\xff",
-        }
 
 
 class TestClientIp:

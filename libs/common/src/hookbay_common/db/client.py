@@ -49,10 +49,20 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
 }
 
 
+MAX_POOL_SIZE: Final = 16
+"""Connections per client. Small on purpose: every FerretDB connection holds one of its
+PostgreSQL pool's connections, and FerretDB v1.24 can deadlock when that pool runs dry while a
+collection is being created (docs/ferretdb-backends.md). A ``maxPoolSize`` in the URL wins."""
+
+
 def connect(mongo_url: str, *, timeout_ms: int = 5000) -> AsyncMongoClient[dict[str, Any]]:
     """A client for ``mongo_url``; connects lazily. Datetimes come back timezone-aware (UTC)."""
+    options: dict[str, Any] = {}
+    if "maxpoolsize=" not in mongo_url.lower():
+        options["maxPoolSize"] = MAX_POOL_SIZE
     return AsyncMongoClient(
         mongo_url,
+        **options,
         tz_aware=True,
         serverSelectionTimeoutMS=timeout_ms,
         connectTimeoutMS=timeout_ms,

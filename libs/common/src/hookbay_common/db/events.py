@@ -5,15 +5,13 @@ Writes are idempotent upserts keyed by the record id, so a message consumed twic
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pymongo import ReplaceOne, UpdateOne
-from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.errors import BulkWriteError
 
 from hookbay_common.db.client import Collections, Database
 from hookbay_common.db.documents import (
@@ -61,16 +59,23 @@ def _event_upsert(event: Event) -> tuple[dict[str, Any], dict[str, Any]]:
     }
 
 
-def _status_update(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Filter and update setting the event's status from ``attempt`` unless a later attempt
-    already set it. When the event is not recorded yet, a stub holding only the status is
-    inserted (the event's own upsert fills in the rest); when a later attempt won, the upsert
-    hits the ``_id`` and fails with a duplicate key, which means "nothing to do"."""
+def _status_updates(attempt: Attempt) -> list[UpdateOne]:
+    """Set the event's status from ``attempt`` unless a later attempt already set it.
+
+    Two statements that never fail: make sure a document exists (a stub when the attempt is
+    recorded before its event; the event's own upsert fills in the rest), then set the status
+    only if this attempt is later than the one that set it. No duplicate-key answers: FerretDB
+    v1 stops a bulk write at its first error, and a lock-ordering bug in its PostgreSQL backend
+    can wedge the server when many one-statement writes queue for connections."""
     key = attempt.status_key
-    return {
-        "_id": attempt.event_id,
-        "$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}],
-    }, {"$set": {"status": attempt.outcome.value, "status_key": key}}
+    later = {"$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}]}
+    return [
+        UpdateOne({"_id": attempt.event_id}, {"$setOnInsert": {"status_key": ""}}, upsert=True),
+        UpdateOne(
+            {"_id": attempt.event_id, **later},
+            {"$set": {"status": attempt.outcome.value, "status_key": key}},
+        ),
+    ]
 
 
 async def _bulk_upsert(collection: Any, operations: Sequence[Any]) -> None:
@@ -102,13 +107,9 @@ class EventRepository:
     async def apply_attempts(self, attempts: list[Attempt]) -> None:
         """Move each attempt's event to the status the attempt implies, unless a later attempt
         (``Attempt.status_key``) already decided it; idempotent and order-independent."""
-        # one statement each, concurrently: a duplicate key is an expected answer here, and
-        # FerretDB v1 stops an unordered bulk write at its first error
-        await asyncio.gather(*(self._apply(attempt) for attempt in attempts))
-
-    async def _apply(self, attempt: Attempt) -> None:
-        with contextlib.suppress(DuplicateKeyError):
-            await self._events.update_one(*_status_update(attempt), upsert=True)
+        if attempts:
+            operations = [op for attempt in attempts for op in _status_updates(attempt)]
+            await self._events.bulk_write(operations, ordered=True)
 
     async def get(self, event_id: str) -> Event | None:
         """The event, or ``None`` also while only its status stub is stored."""
