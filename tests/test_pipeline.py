@@ -47,7 +47,7 @@ class Pipeline:
                 username=user.username,
                 forward_url=forward_url,
                 secret=SecretStr(secret) if secret else None,
-            )  # fmt: skip
+            )
         )
         await self.ingest.view.refresh()
         return f"/w/{user.username}/{hook.name}"
