@@ -10,7 +10,6 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from hookbay_common.clock import utcnow
-from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import ensure_topics
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, Event
 from hookbay_common.settings import Settings
@@ -274,10 +273,7 @@ class TestReplayAndPoison:
     ) -> None:  # fmt: skip
         url = receiver.url()
         event = create_event(username=unique_name("u"), forward_url="http://127.0.0.1:9/old")
-        task = DeliveryTask(
-            event=event, chain_id=new_id(IdPrefix.CHAIN), trigger=AttemptTrigger.REPLAY,
-            number=1, url=url, not_before=utcnow(),
-        )  # fmt: skip
+        task = DeliveryTask.replay(event, url, now=utcnow())
         await producer.send_and_wait(
             fwd_settings.topics.replays, encode_task(task), key=event.id.encode()
         )

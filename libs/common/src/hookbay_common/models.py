@@ -12,6 +12,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from hookbay_common.ids import IdPrefix, new_id
+
 
 class Role(StrEnum):
     USER = "user"
@@ -172,3 +174,12 @@ class DeliveryTask(_Record):
     number: int = Field(ge=1)
     url: str
     not_before: datetime
+
+    @classmethod
+    def replay(cls, event: Event, url: str, *, now: datetime) -> DeliveryTask:
+        """A new attempt chain for ``event`` to ``url`` (the webhook's current destination),
+        to publish on ``Topics.replays`` keyed by the event id."""
+        return cls(
+            event=event, chain_id=new_id(IdPrefix.CHAIN), trigger=AttemptTrigger.REPLAY,
+            number=1, url=url, not_before=now,
+        )  # fmt: skip
