@@ -68,6 +68,16 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str,
         return error.code, json.loads(error.read())
 
 
+def recorded_status(mongo_url: str, request_id: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    with MongoClient(mongo_url) as client:
+        events = client.get_default_database().events
+        while (doc := events.find_one({"request_id": request_id})) is None:
+            assert time.monotonic() < deadline, f"event {request_id} not recorded"
+            time.sleep(0.1)
+    return str(doc["status"])
+
+
 class TestRun:
     @pytest.fixture
     def env(self, env: dict[str, str]) -> dict[str, str]:
@@ -76,6 +86,8 @@ class TestRun:
             **env,
             "HOOKBAY_INGEST_PORT": str(port),
             "HOOKBAY_PUBLIC_URL": f"http://127.0.0.1:{port}",
+            "HOOKBAY_FORWARDER_METRICS_PORT": str(free_port()),
+            "HOOKBAY_RECORDER_METRICS_PORT": str(free_port()),
         }
 
     def test_seeds_demo_prints_next_steps_and_stops_on_sigint(self, env: dict[str, str]) -> None:
@@ -111,6 +123,8 @@ class TestRun:
             status, answer = post(url, body.encode(), headers)
             assert status == 200, answer
             assert answer["success"] is True
+            # the recorder stores it; the demo webhook has no destination, so it is a success
+            assert recorded_status(env["HOOKBAY_MONGO_URL"], str(answer["requestId"])) == "success"
             status, answer = post(url, body.encode(), {"X-Service-Signature": "sha256=00"})
             assert (status, answer["error"]) == (401, "Invalid signature")
         finally:

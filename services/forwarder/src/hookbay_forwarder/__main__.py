@@ -8,6 +8,7 @@ dead-letter limit tripped; exit 1: a consumer failed; exit 2: invalid configurat
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -26,7 +27,8 @@ ROLES: dict[str, Callable[[ForwarderSettings], Process]] = {
 }
 
 
-async def serve(process: Process, host: str, port: int) -> int:
+async def serve(make: Callable[[], Process], host: str, port: int) -> int:
+    process = make()  # inside the loop: the Kafka clients bind to the running loop
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, process.request_stop)
@@ -57,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     port = (
         settings.forwarder_metrics_port if role == "forwarder" else settings.recorder_metrics_port
     )
-    sys.exit(uvloop.run(serve(ROLES[role](settings), settings.ops_host, port)))
+    make = functools.partial(ROLES[role], settings)
+    sys.exit(uvloop.run(serve(make, settings.ops_host, port)))
 
 
 if __name__ == "__main__":
