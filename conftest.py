@@ -1,6 +1,6 @@
 """Fixtures shared by every test: real Kafka, FerretDB and Redis, started by `make test`.
 
-Each pytest-xdist worker gets its own database (``hookbay_test_<worker>``); all workers share one
+Each pytest-xdist worker gets its own database (``hookbay_test_<worker>_<run>``); all workers share one
 broker and make their own topic names where a test needs a topic to itself.
 """
 
@@ -25,10 +25,11 @@ REDIS = os.environ.get("HOOKBAY_TEST_REDIS", "redis://127.0.0.1:6379")
 
 @pytest.fixture(scope="session")
 def mongo_url(worker_id: str) -> Iterator[str]:
-    name = f"hookbay_test_{worker_id}"
+    """A database of this worker's own for this run (two runs at once never share one)."""
+    name = f"hookbay_test_{worker_id}_{uuid.uuid4().hex[:8]}"
+    yield f"{MONGO}/{name}"
     with MongoClient(MONGO, serverSelectionTimeoutMS=5000) as client:
         client.drop_database(name)
-    return f"{MONGO}/{name}"
 
 
 @pytest.fixture(scope="session")

@@ -53,9 +53,14 @@ def read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 120) -
     return seen
 
 
-def stop(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=60)
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> str:
+    proc.send_signal(sig)
+    try:
+        rest, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rest, _ = proc.communicate()
+        raise AssertionError(f"run.py did not stop within 60 s:\n{rest}") from None
     return rest
 
 
@@ -137,7 +142,6 @@ class TestRun:
         try:
             read_until(proc, "stop:       Ctrl-C")
         finally:
-            proc.send_signal(signal.SIGTERM)
-            output, _ = proc.communicate(timeout=60)
+            output = stop(proc, signal.SIGTERM)
         assert proc.returncode == 0
         assert "run: stopped" in output

@@ -40,8 +40,16 @@ async def forwarder(
 
 
 @pytest.fixture(scope="session")
-async def recorder(fwd_settings: ForwarderSettings, db: Any) -> AsyncIterator[Recorder]:
-    process = Recorder(fwd_settings)
+async def rec_settings(settings: Settings) -> ForwarderSettings:
+    """A namespace of the recorder's own: no forwarder adds attempts to what its tests produce."""
+    rs = forwarder_settings(settings)
+    await ensure_topics(rs.kafka_bootstrap, partitions=rs.kafka_partitions, specs=rs.topic_specs())
+    return rs
+
+
+@pytest.fixture(scope="session")
+async def recorder(rec_settings: ForwarderSettings, db: Any) -> AsyncIterator[Recorder]:
+    process = Recorder(rec_settings)
     async with running(process):
         yield process
 

@@ -41,36 +41,36 @@ async def produce(
 @pytest.mark.usefixtures("recorder")
 class TestRecorder:
     async def test_event_without_destination_is_a_success_with_no_attempts(
-        self, db: Database, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+        self, db: Database, producer: AIOKafkaProducer, rec_settings: ForwarderSettings
     ) -> None:
         event = create_event(username=unique_name("u"), forward_url=None, body=b"\xff\x00 binary")
-        await produce(producer, fwd_settings, event)
+        await produce(producer, rec_settings, event)
         found = await stored(db, event, EventStatus.SUCCESS)
         assert found == event.model_copy(update={"status": EventStatus.SUCCESS})
         assert await AttemptRepository(db).list_for_event(event.id) == []
 
     async def test_rejected_event_is_failed(
-        self, db: Database, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+        self, db: Database, producer: AIOKafkaProducer, rec_settings: ForwarderSettings
     ) -> None:
         event = create_event(
             username=unique_name("u"), signature_valid=False, status=EventStatus.FAILED,
             rejected_reason=RejectedReason.INVALID_SIGNATURE,
         )  # fmt: skip
-        await produce(producer, fwd_settings, event)
+        await produce(producer, rec_settings, event)
         found = await stored(db, event, EventStatus.FAILED)
         assert found.rejected_reason is RejectedReason.INVALID_SIGNATURE
 
     async def test_status_follows_the_attempts(
-        self, db: Database, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+        self, db: Database, producer: AIOKafkaProducer, rec_settings: ForwarderSettings
     ) -> None:
         event = create_event(username=unique_name("u"))
         chain = derived_id(IdPrefix.CHAIN, event.id)
         first = create_attempt(event, chain_id=chain, status_code=503, will_retry=True)
         second = create_attempt(event, chain_id=chain, number=2, status_code=201)
-        await produce(producer, fwd_settings, event)
+        await produce(producer, rec_settings, event)
         await stored(db, event, EventStatus.PENDING)
-        await produce(producer, fwd_settings, first)
-        await produce(producer, fwd_settings, second, first)  # a stale repeat changes nothing
+        await produce(producer, rec_settings, first)
+        await produce(producer, rec_settings, second, first)  # a stale repeat changes nothing
         await stored(db, event, EventStatus.SUCCESS)
         assert [a.id for a in await AttemptRepository(db).list_for_event(event.id)] == [
             first.id,
@@ -78,18 +78,18 @@ class TestRecorder:
         ]
 
     async def test_attempt_before_its_event(
-        self, db: Database, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+        self, db: Database, producer: AIOKafkaProducer, rec_settings: ForwarderSettings
     ) -> None:
         event = create_event(username=unique_name("u"))
-        await produce(producer, fwd_settings, create_attempt(event, status_code=400))
-        await produce(producer, fwd_settings, event)
+        await produce(producer, rec_settings, create_attempt(event, status_code=400))
+        await produce(producer, rec_settings, event)
         found = await stored(db, event, EventStatus.FAILED)
         assert found.body == event.body
 
     async def test_unreadable_record_is_skipped(
-        self, db: Database, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+        self, db: Database, producer: AIOKafkaProducer, rec_settings: ForwarderSettings
     ) -> None:
-        await producer.send_and_wait(fwd_settings.topics.events, b"garbage", key=b"u")
+        await producer.send_and_wait(rec_settings.topics.events, b"garbage", key=b"u")
         event = create_event(username=unique_name("u"))
-        await produce(producer, fwd_settings, event)
+        await produce(producer, rec_settings, event)
         await stored(db, event, EventStatus.PENDING)

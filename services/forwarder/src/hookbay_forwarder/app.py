@@ -153,8 +153,8 @@ class Forwarder:
         if self._started:
             await asyncio.gather(self.events.drain(grace), self.tasks.drain(grace))
         for consumer in (self.events.consumer, self.tasks.consumer):
-            await consumer.stop()
-        await self.producer.stop()
+            await _closed(consumer.stop(), "consumer")
+        await _closed(self.producer.stop(), "producer")  # flushes what is still queued
         await self.client.aclose()
         log.info("forwarder_stopped")
 
@@ -222,7 +222,7 @@ class Recorder:
         return _exit_status(results)
 
     async def stop(self) -> None:
-        await self.consumer.stop()
+        await _closed(self.consumer.stop(), "consumer")
         await self.mongo.close()
         log.info("recorder_stopped")
 
@@ -236,6 +236,20 @@ class Recorder:
                     lags[tp] = max(0, highwater - committed)
             _report_lag(self.metrics, "recorder", self.consumer, lags)
             await asyncio.sleep(OBSERVE_INTERVAL)
+
+
+CLOSE_TIMEOUT = 10.0
+
+
+async def _closed(closing: Awaitable[None], what: str) -> None:
+    """Close a Kafka client, but never hang a shutdown on it: offsets are committed by then."""
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await closing
+    except TimeoutError:
+        log.warning("kafka_close_timed_out", client=what, seconds=CLOSE_TIMEOUT)
+    except KafkaError as exc:
+        log.warning("kafka_close_failed", client=what, error=type(exc).__name__)
 
 
 def _report_lag(

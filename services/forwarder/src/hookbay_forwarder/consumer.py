@@ -113,13 +113,11 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
         finish (bounded), commit what is done."""
         revoked_set = set(revoked)
         running = []
-        for (tp, key), lane in list(self._lanes.items()):
+        for (tp, _), lane in list(self._lanes.items()):
             if tp in revoked_set:
-                self._release(len(lane.records), sum(_size(r) for r in lane.records))
-                lane.records.clear()
+                self._drop_waiting(lane)
                 if lane.task is not None:
                     running.append(lane.task)
-                del self._lanes[(tp, key)]
         if running:
             await asyncio.wait(running, timeout=self._revoke_grace)
         await self._commit(only=revoked_set)
@@ -161,8 +159,8 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
         """After ``run`` returned: wait up to ``grace`` for running handlers, cancel the rest
         (their records are not committed, so whoever gets the partition redoes them), commit."""
         tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
-        for lane in self._lanes.values():
-            lane.records.clear()
+        for lane in list(self._lanes.values()):
+            self._drop_waiting(lane)
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
@@ -211,16 +209,24 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
                     self._crash = exc
                     self._stopping.set()
                     return
-                if lane.records and lane.records[0] is record:  # not dropped by a revoke
-                    lane.records.popleft()
-                    self._release(1, _size(record))
-                    partition = self._partitions.get(tp)
-                    if partition is not None:
-                        partition.finish(record.offset)
+                lane.records.popleft()
+                self._release(1, _size(record))
+                partition = self._partitions.get(tp)
+                if partition is not None:
+                    partition.finish(record.offset)
         finally:
             lane.task = None
             if not lane.records and self._lanes.get((tp, key)) is lane:
                 del self._lanes[(tp, key)]
+
+    def _drop_waiting(self, lane: _Lane) -> None:
+        """Forget a lane's records that have not started; the running one (the head, while the
+        lane's task lives) finishes and is committed as usual."""
+        keep = 1 if lane.task is not None and lane.records else 0
+        dropped = list(lane.records)[keep:]
+        for _ in dropped:
+            lane.records.pop()
+        self._release(len(dropped), sum(_size(r) for r in dropped))
 
     def _release(self, count: int, size: int) -> None:
         self._buffered -= count

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from pymongo import ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError
@@ -78,17 +78,29 @@ def _status_updates(attempt: Attempt) -> list[UpdateOne]:
     ]
 
 
+BULK_CHUNK: Final = 16
+"""Statements per write command. FerretDB v1.24 keeps one PostgreSQL connection per statement that
+matched a document until the whole command ends (``msg_update.go``), so one command with about
+50 matching statements exhausts its pool and hangs the server (docs/ferretdb-backends.md)."""
+
+
+async def _bulk_write(collection: Any, operations: Sequence[Any]) -> None:
+    """``operations`` in order, as consecutive commands of at most ``BULK_CHUNK`` statements."""
+    for start in range(0, len(operations), BULK_CHUNK):
+        await collection.bulk_write(operations[start : start + BULK_CHUNK], ordered=True)
+
+
 async def _bulk_upsert(collection: Any, operations: Sequence[Any]) -> None:
-    """One unordered bulk write. If it reports errors (an insert race on ``_id``), every
-    operation is run again one by one: FerretDB v1 stops an unordered bulk at its first error,
-    and every operation here is idempotent."""
-    if not operations:
-        return
-    try:
-        await collection.bulk_write(operations, ordered=False)
-    except BulkWriteError:
-        for op in operations:
-            await collection.bulk_write([op])
+    """Idempotent upserts in chunks. If a chunk reports errors (an insert race on ``_id``), its
+    operations are run again one by one: FerretDB v1 stops a bulk write at its first error, and
+    every operation here is idempotent."""
+    for start in range(0, len(operations), BULK_CHUNK):
+        chunk = operations[start : start + BULK_CHUNK]
+        try:
+            await collection.bulk_write(chunk, ordered=False)
+        except BulkWriteError:
+            for op in chunk:
+                await collection.bulk_write([op])
 
 
 class EventRepository:
@@ -109,7 +121,7 @@ class EventRepository:
         (``Attempt.status_key``) already decided it; idempotent and order-independent."""
         if attempts:
             operations = [op for attempt in attempts for op in _status_updates(attempt)]
-            await self._events.bulk_write(operations, ordered=True)
+            await _bulk_write(self._events, operations)
 
     async def get(self, event_id: str) -> Event | None:
         """The event, or ``None`` also while only its status stub is stored."""

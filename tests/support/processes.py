@@ -1,0 +1,135 @@
+"""Real ``python -m hookbay_forwarder`` processes (forwarder or recorder) for tests, and a
+deadline-bound poll for conditions they bring about."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support.net import free_port
+
+COMMAND = [sys.executable, "-m", "hookbay_forwarder"]
+PORT_VARIABLES = {
+    "forwarder": "HOOKBAY_FORWARDER_METRICS_PORT",
+    "recorder": "HOOKBAY_RECORDER_METRICS_PORT",
+}
+
+
+async def until(
+    condition: Callable[[], bool | Awaitable[bool]],
+    timeout: float = 30,
+    *,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> None:
+    """Poll ``condition`` (plain or async) until it holds; fail after ``timeout`` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                result = condition()
+                if inspect.isawaitable(result):
+                    result = await result
+                if result:
+                    return
+                await asyncio.sleep(interval)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {timeout:g} s") from None
+
+
+@dataclass
+class ServiceProcess:
+    """One running process; its stderr (JSON log lines) goes to ``log_path``."""
+
+    role: str
+    proc: asyncio.subprocess.Process
+    base: str
+    log_path: Path
+
+    @property
+    def exited(self) -> bool:
+        return self.proc.returncode is not None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def log_events(self) -> list[str]:
+        """The ``event`` of every JSON log line, in order."""
+        events = []
+        for line in self.log().splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and "event" in entry:
+                    events.append(str(entry["event"]))
+        return events
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
+
+    async def get(self, path: str) -> httpx.Response:
+        async with httpx.AsyncClient(base_url=self.base, timeout=5) as client:
+            return await client.get(path, follow_redirects=True)
+
+    async def answers(self, path: str, status: int) -> bool:
+        try:
+            return (await self.get(path)).status_code == status
+        except httpx.TransportError:
+            return False
+
+    async def wait_until_answering(self, path: str, status: int, timeout: float = 60) -> None:
+        async def answered() -> bool:
+            assert not self.exited, (
+                f"{self.role} exited ({self.proc.returncode}) while starting:\n{self.tail()}"
+            )
+            return await self.answers(path, status)
+
+        await until(answered, timeout, interval=0.2, what=f"{self.role} {path} {status}")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+
+    async def wait(self, timeout: float = 30) -> int:
+        """The exit status (negative: the signal that ended it)."""
+        async with asyncio.timeout(timeout):
+            return await self.proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def service_process(
+    role: str, env: dict[str, str], log_path: Path, *, ready: bool = True
+) -> AsyncIterator[ServiceProcess]:
+    """``python -m hookbay_forwarder <role>`` with ``env`` and its ops endpoints on a free
+    loopback port; yielded once ``/readyz`` answers 200 (or, with ``ready=False``, once
+    ``/healthz`` does). Killed on exit unless the test ended it."""
+    port = free_port()
+    with log_path.open("ab") as log:
+        proc = await asyncio.create_subprocess_exec(
+            *COMMAND, role,
+            env={**os.environ, **env, PORT_VARIABLES[role]: str(port),
+                 "HOOKBAY_OPS_HOST": "127.0.0.1"},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+    process = ServiceProcess(role, proc, f"http://127.0.0.1:{port}", log_path)
+    try:
+        if ready:
+            await process.wait_until_answering("/readyz", 200)
+        else:
+            await process.wait_until_answering("/healthz", 200)
+        yield process
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await process.wait()
