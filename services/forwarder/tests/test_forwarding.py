@@ -316,3 +316,27 @@ class TestDeadLetterLimit:
             await send(producer, fs, *events)
             status = await asyncio.wait_for(asyncio.shield(task), 60)
         assert status == EXIT_DEAD_LETTER_LIMIT
+
+
+class TestRestart:
+    async def test_a_waiting_retry_survives_a_restart(
+        self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
+    ) -> None:
+        fs = forwarder_settings(settings, retry_schedule="0,3s")
+        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
+        reader = TopicReader(fs.kafka_bootstrap, fs.topics.attempts, decode_attempt)
+        await reader.start()
+        url = receiver.url(Reply(503, b"later"))
+        event = create_event(username=unique_name("u"), forward_url=url)
+        try:
+            async with running(Forwarder(fs)):
+                await send(producer, fs, event)
+                (first,) = of(await reader.until(chain_of(event, 1)), event)
+                assert first.will_retry  # due in 3 s: this forwarder stops before then
+            assert len(receiver.received(url)) == 1
+            async with running(Forwarder(fs)):
+                await receiver.wait_for(url, 2)
+                _, second = of(await reader.until(chain_of(event, 2)), event)
+        finally:
+            await reader.stop()
+        assert (second.number, second.status_code, second.trigger) == (2, 200, AttemptTrigger.RETRY)
