@@ -24,7 +24,7 @@ from hookbay_common.kafka import create_consumer, create_producer, ensure_topics
 from hookbay_common.logs import get_logger
 from hookbay_forwarder.consumer import HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
-from hookbay_forwarder.delivery import Deliverer, create_client
+from hookbay_forwarder.delivery import Deliverer, create_clients
 from hookbay_forwarder.handlers import ForwarderHandlers
 from hookbay_forwarder.metrics import ConsumerMetrics, ForwarderMetrics, RecorderMetrics
 from hookbay_forwarder.recorder import RecorderHandlers, RecorderLoop
@@ -37,6 +37,8 @@ EXIT_OK = 0
 EXIT_CRASHED = 1
 EXIT_DEAD_LETTER_LIMIT = 3
 OBSERVE_INTERVAL = 2.0
+POOL_SHARDS = 64
+"""Connection pools per forwarder process (owners are spread over them by a hash)."""
 
 
 class Process(Protocol):
@@ -72,12 +74,14 @@ class Forwarder:
         self._stopping = asyncio.Event()
         self._started = False
         self.producer = create_producer(settings.kafka_bootstrap, client_id="hookbay-forwarder")
-        self.client = create_client(
+        clients = create_clients(
+            max(1, min(POOL_SHARDS, settings.max_connections)),
             allow_private=settings.allow_private_destinations,
             max_connections=settings.max_connections,
         )
+        self.deliverer = Deliverer(clients, timeout=settings.forward_timeout)
         self.handlers = ForwarderHandlers(
-            deliverer=Deliverer(self.client, timeout=settings.forward_timeout),
+            deliverer=self.deliverer,
             producer=self.producer,
             topics=self.topics,
             policy=RetryPolicy(settings.retry_schedule, settings.retry_jitter),
@@ -155,7 +159,7 @@ class Forwarder:
         for consumer in (self.events.consumer, self.tasks.consumer):
             await _closed(consumer.stop(), "consumer")
         await _closed(self.producer.stop(), "producer")  # flushes what is still queued
-        await self.client.aclose()
+        await self.deliverer.aclose()
         log.info("forwarder_stopped")
 
     async def _observe(self) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -89,32 +90,52 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def create_client(*, allow_private: bool, max_connections: int) -> httpx.AsyncClient:
-    """The pooled client every attempt uses: no redirects, no proxies or ``.netrc`` from the
-    environment, and the SSRF guard unless private destinations are allowed."""
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=200)
-    transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False)
-    if not allow_private:
-        # httpx does not expose httpcore's network_backend; rebuild its pool with the guard
-        transport._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_GuardedBackend(httpcore.AnyIOBackend()),
+def create_clients(
+    count: int, *, allow_private: bool, max_connections: int
+) -> list[httpx.AsyncClient]:
+    """``count`` pooled clients sharing one TLS context and ``max_connections`` between them:
+    no redirects, no proxies or ``.netrc`` from the environment, and the SSRF guard unless
+    private destinations are allowed."""
+    ssl_context = httpx.create_ssl_context(trust_env=False)
+    per_pool = max(1, max_connections // count)
+    limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+    clients = []
+    for _ in range(count):
+        transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits, trust_env=False)
+        if not allow_private:
+            # httpx does not expose httpcore's network_backend; rebuild its pool with the guard
+            transport._pool = httpcore.AsyncConnectionPool(
+                ssl_context=ssl_context,
+                max_connections=limits.max_connections,
+                max_keepalive_connections=limits.max_keepalive_connections,
+                keepalive_expiry=limits.keepalive_expiry,
+                network_backend=_GuardedBackend(httpcore.AnyIOBackend()),
+            )
+        clients.append(
+            httpx.AsyncClient(
+                transport=transport,
+                follow_redirects=False,
+                trust_env=False,
+                timeout=None,  # noqa: S113 - every attempt runs under asyncio.timeout
+            )
         )
-    return httpx.AsyncClient(
-        transport=transport,
-        follow_redirects=False,
-        trust_env=False,
-        timeout=None,  # noqa: S113 - each attempt runs under asyncio.timeout(forward_timeout)
-    )
+    return clients
 
 
 class Deliverer:
-    def __init__(self, client: httpx.AsyncClient, *, timeout: float) -> None:
-        self._client = client
+    """Sends attempts through a set of pooled clients, one chosen per owner.
+
+    Several small pools rather than one big one: httpcore's pool matches every waiting request
+    against every connection on each change, so its cost grows with waiting requests times
+    connections (encode/httpcore#1035); ``n`` pools cut that by ``n`` (docs/benchmarks.md)."""
+
+    def __init__(self, clients: Sequence[httpx.AsyncClient], *, timeout: float) -> None:
+        self._clients = list(clients)
         self._timeout = timeout
+
+    async def aclose(self) -> None:
+        for client in self._clients:
+            await client.aclose()
 
     async def attempt(self, task: DeliveryTask) -> Outcome:
         """POST the event to ``task.url``; never raises for anything the destination does."""
@@ -137,7 +158,8 @@ class Deliverer:
             async with asyncio.timeout(self._timeout):
                 # a bare Request: the sender's headers only, not the client's defaults
                 request = httpx.Request("POST", task.url, content=event.body, headers=headers)
-                response = await self._client.send(request, stream=True)
+                client = self._clients[zlib.crc32(event.username.encode()) % len(self._clients)]
+                response = await client.send(request, stream=True)
                 try:
                     body, truncated = await _read_limited(response)
                 finally:

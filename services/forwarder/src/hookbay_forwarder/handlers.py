@@ -160,7 +160,8 @@ class ForwarderHandlers:
             self.metrics.attempts.labels("retry").inc()
             return
         self.metrics.attempts.labels(result.value).inc()
-        log.info("chain_ended", status=outcome.status_code, error=outcome.error, outcome=result)
+        log_ended = log.debug if result is EventStatus.SUCCESS else log.info  # a line per success
+        log_ended("chain_ended", status=outcome.status_code, error=outcome.error, outcome=result)
         if result is EventStatus.FAILED:
             self.metrics.dead_lettered.labels("delivery_failed").inc()
             self.limit.chain_ended(dead_letter_host=urlsplit(task.url).hostname or "-")
