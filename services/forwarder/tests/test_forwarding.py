@@ -189,6 +189,20 @@ class TestFidelity:
         for dropped in ("connection", "x-private", "keep-alive", "transfer-encoding"):
             assert dropped not in names
 
+    async def test_utf8_header_bytes_arrive_exact(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
+    ) -> None:
+        url = receiver.url()
+        value = "caf\xc3\xa9 \xe2\x9c\x93"  # the bytes of "café ✓" as captured (latin-1)
+        event = create_event(
+            username=unique_name("u"), forward_url=url, request_headers={"x-note": value}
+        )
+        await send(producer, fwd_settings, event)
+        (got,) = await receiver.wait_for(url, 1)
+        assert got.header("x-note") == value
+        assert got.header("content-type") is None  # none sent, none added
+        assert got.header("accept-encoding") is None
+
     async def test_largest_body_is_delivered(
         self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings
     ) -> None:
@@ -263,6 +277,26 @@ class TestDestinationGuard:
         assert "127.0.0.1" in attempt.error
         assert attempt.will_retry is False
         assert receiver.received(url) == []
+
+    async def test_a_name_resolving_to_a_private_address_is_refused(
+        self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
+    ) -> None:
+        fs = forwarder_settings(settings, allow_private_destinations=False)
+        reader = TopicReader(fs.kafka_bootstrap, fs.topics.attempts, decode_attempt)
+        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
+        await reader.start()
+        try:
+            async with running(Forwarder(fs)):
+                url = receiver.url().replace("127.0.0.1", "localhost")
+                event = create_event(username=unique_name("u"), forward_url=url)
+                await send(producer, fs, event)
+                (attempt,) = of(await reader.until(chain_of(event, 1)), event)
+        finally:
+            await reader.stop()
+        assert attempt.error is not None
+        assert attempt.error.startswith("destination not allowed: 'localhost' resolves to")
+        assert attempt.will_retry is False
+        assert receiver.received(url.replace("localhost", "127.0.0.1")) == []
 
 
 @pytest.mark.usefixtures("forwarder")

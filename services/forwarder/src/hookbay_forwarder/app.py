@@ -24,7 +24,7 @@ from hookbay_common.kafka import create_consumer, create_producer, ensure_topics
 from hookbay_common.logs import get_logger
 from hookbay_forwarder.consumer import HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
-from hookbay_forwarder.delivery import Deliverer, create_clients
+from hookbay_forwarder.delivery import Deliverer, create_clients, create_session
 from hookbay_forwarder.handlers import ForwarderHandlers
 from hookbay_forwarder.metrics import ConsumerMetrics, ForwarderMetrics, RecorderMetrics
 from hookbay_forwarder.recorder import RecorderHandlers, RecorderLoop
@@ -37,8 +37,8 @@ EXIT_OK = 0
 EXIT_CRASHED = 1
 EXIT_DEAD_LETTER_LIMIT = 3
 OBSERVE_INTERVAL = 2.0
-POOL_SHARDS = 64
-"""Connection pools per forwarder process (owners are spread over them by a hash)."""
+FALLBACK_POOLS = 4
+"""httpx pools for the rare request whose header bytes are not UTF-8 (see ``Deliverer``)."""
 
 
 class Process(Protocol):
@@ -74,12 +74,13 @@ class Forwarder:
         self._stopping = asyncio.Event()
         self._started = False
         self.producer = create_producer(settings.kafka_bootstrap, client_id="hookbay-forwarder")
-        clients = create_clients(
-            max(1, min(POOL_SHARDS, settings.max_connections)),
-            allow_private=settings.allow_private_destinations,
-            max_connections=settings.max_connections,
+        allow_private = settings.allow_private_destinations
+        self.deliverer = Deliverer(
+            create_session(allow_private=allow_private, max_connections=settings.max_connections),
+            create_clients(FALLBACK_POOLS, allow_private=allow_private, max_connections=100),
+            timeout=settings.forward_timeout,
+            allow_private=allow_private,
         )
-        self.deliverer = Deliverer(clients, timeout=settings.forward_timeout)
         self.handlers = ForwarderHandlers(
             deliverer=self.deliverer,
             producer=self.producer,

@@ -1,13 +1,15 @@
 """One HTTP attempt: POST the event's bytes and headers to the destination, capture the answer.
 
 The SSRF guard sits in the connection layer: the destination host is resolved when the
-connection is opened, every address is checked, and the connection goes to a checked address.
+connection is opened, every address is checked, and the connection goes to a checked address
+(aiohttp: a guarded resolver, IP literals checked before; httpx: a guarded network backend).
 A DNS answer that changes between a check and the connect (rebinding) cannot slip through.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 import time
 import zlib
@@ -16,8 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import aiohttp
 import httpcore
 import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
 
 from hookbay_common.clock import utcnow
 from hookbay_common.headers import forwardable, join_headers
@@ -122,19 +127,67 @@ def create_clients(
     return clients
 
 
+class _GuardedResolver(AbstractResolver):
+    """aiohttp's resolver with the SSRF check: every address of the host must be public."""
+
+    def __init__(self) -> None:
+        self._inner = ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        blocked = sorted({r["host"] for r in results if not is_public(r["host"])})
+        if blocked:
+            raise DestinationBlocked(
+                f"destination not allowed: {host!r} resolves to a non-public address "
+                f"({', '.join(blocked)})"
+            )
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def create_session(*, allow_private: bool, max_connections: int) -> aiohttp.ClientSession:
+    """The pooled aiohttp session: no redirects (per request), no proxies or ``.netrc`` from the
+    environment, no cookies kept, DNS answers cached 10 s, the SSRF guard in the resolver."""
+    connector = aiohttp.TCPConnector(
+        limit=max_connections, limit_per_host=0, ttl_dns_cache=10,
+        resolver=None if allow_private else _GuardedResolver(),
+    )  # fmt: skip
+    return aiohttp.ClientSession(
+        connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
+        timeout=aiohttp.ClientTimeout(total=None), auto_decompress=True,
+    )  # fmt: skip
+
+
+_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+
+
 class Deliverer:
-    """Sends attempts through a set of pooled clients, one chosen per owner.
+    """Sends attempts through one pooled aiohttp session: its C parser and per-host pool cost a
+    fraction of httpx's (docs/benchmarks.md, "Forwarder"). aiohttp writes header values as UTF-8,
+    so a request carrying header bytes that are not UTF-8 goes through httpx instead, which sends
+    them exactly as received; owners are spread over a few httpx pools by a hash (httpcore's pool
+    cost grows with waiting requests times connections, encode/httpcore#1035)."""
 
-    Several small pools rather than one big one: httpcore's pool matches every waiting request
-    against every connection on each change, so its cost grows with waiting requests times
-    connections (encode/httpcore#1035); ``n`` pools cut that by ``n`` (docs/benchmarks.md)."""
-
-    def __init__(self, clients: Sequence[httpx.AsyncClient], *, timeout: float) -> None:
-        self._clients = list(clients)
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        fallback: Sequence[httpx.AsyncClient],
+        *,
+        timeout: float,
+        allow_private: bool,
+    ) -> None:
+        self._session = session
+        self._fallback = list(fallback)
         self._timeout = timeout
+        self._allow_private = allow_private
 
     async def aclose(self) -> None:
-        for client in self._clients:
+        await self._session.close()
+        for client in self._fallback:
             await client.aclose()
 
     async def attempt(self, task: DeliveryTask) -> Outcome:
@@ -142,9 +195,14 @@ class Deliverer:
         started_at = utcnow()
         clock = time.perf_counter()
         try:
-            check_url_shape(task.url)
+            host = check_url_shape(task.url)
         except DestinationNotAllowed as exc:
             return Outcome(started_at, error=f"destination not allowed: {exc}", blocked=True)
+        if not self._allow_private and _is_ip(host) and not is_public(host):
+            return Outcome(
+                started_at, blocked=True,
+                error=f"destination not allowed: {host!r} is a non-public address",
+            )  # fmt: skip
         event = task.event
         headers = forwardable(event.request_headers)
         headers += [
@@ -154,16 +212,13 @@ class Deliverer:
         ]
         if not any(name == b"user-agent" for name, _ in headers):
             headers.append((b"user-agent", USER_AGENT.encode()))
+        text = _as_text(headers)
         try:
             async with asyncio.timeout(self._timeout):
-                # a bare Request: the sender's headers only, not the client's defaults
-                request = httpx.Request("POST", task.url, content=event.body, headers=headers)
-                client = self._clients[zlib.crc32(event.username.encode()) % len(self._clients)]
-                response = await client.send(request, stream=True)
-                try:
-                    body, truncated = await _read_limited(response)
-                finally:
-                    await response.aclose()
+                if text is not None:
+                    answer = await self._via_aiohttp(task.url, event.body, text)
+                else:
+                    answer = await self._via_httpx(task.url, event.body, headers, event.username)
         except TimeoutError:
             return Outcome(
                 started_at, error=f"timeout: no complete answer within {self._timeout:g} s",
@@ -171,16 +226,64 @@ class Deliverer:
             )  # fmt: skip
         except DestinationBlocked as exc:
             return Outcome(started_at, error=str(exc), blocked=True, latency_ms=_ms(clock))
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, httpx.HTTPError, OSError) as exc:
             return Outcome(started_at, error=_describe(exc), latency_ms=_ms(clock))
+        status, response_headers, body, truncated = answer
         return Outcome(
-            started_at,
-            status_code=response.status_code,
-            headers=join_headers(response.headers.raw),
-            body=body,
-            truncated=truncated,
-            latency_ms=_ms(clock),
-        )
+            started_at, status_code=status, headers=response_headers, body=body,
+            truncated=truncated, latency_ms=_ms(clock),
+        )  # fmt: skip
+
+    async def _via_aiohttp(
+        self, url: str, body: bytes, headers: list[tuple[str, str]]
+    ) -> tuple[int, dict[str, str], bytes, bool]:
+        present = {name.lower() for name, _ in headers}
+        skip = {name for name in _AUTO_HEADERS if name.lower() not in present}
+        async with self._session.post(
+            url, data=body, headers=headers, skip_auto_headers=skip, allow_redirects=False
+        ) as response:
+            chunks: list[bytes] = []
+            size = 0
+            while size <= RESPONSE_BODY_LIMIT and (chunk := await response.content.readany()):
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
+            return (
+                response.status,
+                join_headers(response.raw_headers),
+                data[:RESPONSE_BODY_LIMIT],
+                size > RESPONSE_BODY_LIMIT,
+            )
+
+    async def _via_httpx(
+        self, url: str, body: bytes, headers: list[tuple[bytes, bytes]], owner: str
+    ) -> tuple[int, dict[str, str], bytes, bool]:
+        # a bare Request: the sender's headers only, not the client's defaults
+        request = httpx.Request("POST", url, content=body, headers=headers)
+        client = self._fallback[zlib.crc32(owner.encode()) % len(self._fallback)]
+        response = await client.send(request, stream=True)
+        try:
+            data, truncated = await _read_limited(response)
+        finally:
+            await response.aclose()
+        return response.status_code, join_headers(response.headers.raw), data, truncated
+
+
+def _as_text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]] | None:
+    """The headers as aiohttp takes them, or ``None`` when a value is not UTF-8 (aiohttp would
+    re-encode it as UTF-8 and change its bytes)."""
+    try:
+        return [(name.decode("latin-1"), value.decode("utf-8")) for name, value in headers]
+    except UnicodeDecodeError:
+        return None
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 async def _read_limited(response: httpx.Response) -> tuple[bytes, bool]:
@@ -194,13 +297,19 @@ async def _read_limited(response: httpx.Response) -> tuple[bytes, bool]:
     return b"".join(chunks), False
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def _describe(exc: Exception) -> str:
     detail = str(exc) or type(exc).__name__
     kinds: dict[type[Exception], str] = {
         httpx.ConnectError: "connection failed",
         httpx.ReadError: "connection lost while reading",
         httpx.WriteError: "connection lost while sending",
         httpx.RemoteProtocolError: "protocol error",
+        aiohttp.ClientConnectorError: "connection failed",
+        aiohttp.ClientConnectorDNSError: "connection failed",
+        aiohttp.ServerDisconnectedError: "connection lost while reading",
+        aiohttp.ClientPayloadError: "connection lost while reading",
+        aiohttp.ClientOSError: "connection failed",
+        aiohttp.ClientResponseError: "protocol error",
     }
     kind = kinds.get(type(exc), type(exc).__name__)
     return f"{kind}: {detail}"[:500]

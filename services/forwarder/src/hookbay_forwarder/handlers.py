@@ -55,38 +55,38 @@ class ForwarderHandlers:
     async def on_event(self, record: Any) -> None:
         """A captured event: its first attempt, unless it has nothing to deliver (rejected by
         its signature, or no destination), which the recorder settles on its own."""
-        with _bound(record):
-            try:
-                event = decode_event(record.value)
-            except WireError as exc:
-                await self._unreadable(record, str(exc))
-                return
-            if not event.deliverable:
-                return
-            assert event.forward_url is not None
-            task = DeliveryTask(
-                event=event,
-                chain_id=derived_id(IdPrefix.CHAIN, event.id),  # a redo continues the same chain
-                trigger=AttemptTrigger.INITIAL,
-                number=1,
-                url=event.forward_url,
-                not_before=event.created_at,
-            )
-            await self._guarded(record, task)
+        try:
+            event = decode_event(record.value)
+        except WireError as exc:
+            await self._unreadable(record, str(exc))
+            return
+        if not event.deliverable:
+            return
+        assert event.forward_url is not None
+        task = DeliveryTask(
+            event=event,
+            chain_id=derived_id(IdPrefix.CHAIN, event.id),  # a redo continues the same chain
+            trigger=AttemptTrigger.INITIAL,
+            number=1,
+            url=event.forward_url,
+            not_before=event.created_at,
+        )
+        await self._guarded(record, task)
 
     async def on_task(self, record: Any) -> None:
         """A retry that is due, or a replay."""
-        with _bound(record):
-            try:
-                task = decode_task(record.value)
-            except WireError as exc:
-                await self._unreadable(record, str(exc))
-                return
-            await self._guarded(record, task)
+        try:
+            task = decode_task(record.value)
+        except WireError as exc:
+            await self._unreadable(record, str(exc))
+            return
+        await self._guarded(record, task)
 
     async def _guarded(self, record: Any, task: DeliveryTask) -> None:
         try:
-            await self.run(task)
+            await self.run(
+                task, topic=record.topic, partition=record.partition, offset=record.offset
+            )
         except (KafkaError, DeadLetterLimitExceeded, asyncio.CancelledError):
             raise  # not the message's fault: stop, redo it later
         except Exception as exc:  # a bug for this message: park it, keep the others flowing
@@ -97,10 +97,12 @@ class ForwarderHandlers:
             )  # fmt: skip
             self.limit.invalid()
 
-    async def run(self, task: DeliveryTask) -> Attempt:
-        """Make one attempt and write down what follows from it."""
+    async def run(self, task: DeliveryTask, **where: Any) -> Attempt:
+        """Make one attempt and write down what follows from it. ``where`` (topic, partition,
+        offset) is bound to every log line, with the event id, chain id and attempt number."""
         event = task.event
-        with bound_contextvars(event_id=event.id, chain_id=task.chain_id, attempt=task.number):
+        context = {"event_id": event.id, "chain_id": task.chain_id, "attempt": task.number}
+        with bound_contextvars(**context, **where):
             outcome = await self.deliverer.attempt(task)
             wait = self._next_wait(task, outcome)
             attempt = _attempt(task, outcome, wait)
@@ -160,8 +162,8 @@ class ForwarderHandlers:
             self.metrics.attempts.labels("retry").inc()
             return
         self.metrics.attempts.labels(result.value).inc()
-        log_ended = log.debug if result is EventStatus.SUCCESS else log.info  # a line per success
-        log_ended("chain_ended", status=outcome.status_code, error=outcome.error, outcome=result)
+        if result is EventStatus.FAILED:  # successes are on the attempts topic; no line each
+            log.info("chain_failed", status=outcome.status_code, error=outcome.error)
         if result is EventStatus.FAILED:
             self.metrics.dead_lettered.labels("delivery_failed").inc()
             self.limit.chain_ended(dead_letter_host=urlsplit(task.url).hostname or "-")
@@ -169,7 +171,10 @@ class ForwarderHandlers:
             self.limit.chain_ended(dead_letter_host=None)
 
     async def _unreadable(self, record: Any, problem: str) -> None:
-        log.error("unreadable_message", problem=problem)
+        log.error(
+            "unreadable_message", problem=problem, topic=record.topic, partition=record.partition,
+            offset=record.offset,
+        )  # fmt: skip
         await self._dead_letter(record.value, key=record.key, reason="unreadable", detail=problem)
         self.limit.invalid()
 
@@ -213,7 +218,3 @@ def _dlq_headers(reason: str, detail: str, chain_id: str | None) -> list[tuple[s
 
 def _ms(when: Any) -> bytes:
     return str(int(when.timestamp() * 1000)).encode()
-
-
-def _bound(record: Any) -> Any:
-    return bound_contextvars(topic=record.topic, partition=record.partition, offset=record.offset)
