@@ -11,6 +11,8 @@ database (``hookbay_bench``), then, one server at a time:
   latency taken from each request's *scheduled* send time (no coordinated omission), then
   saturation with wrk ``-t1 -c32 -d10s``.
 
+Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section).
+
 The generated part of the doc sits between the ``bench:ingest`` markers; text outside them
 (notes, profiling) is kept. Every process started here is stopped in ``finally``.
 """
@@ -37,8 +39,9 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
+
+from benchlib import free_port, make_body, on_sigterm, percentile, read_response
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -66,13 +69,6 @@ PLANS_YAML = (
 )
 
 
-def make_body(size: int = 1024) -> bytes:
-    """A JSON object of exactly ``size`` bytes."""
-    head = b'{"event":"bench","id":1,"pad":"'
-    tail = b'"}'
-    return head + b"x" * (size - len(head) - len(tail)) + tail
-
-
 BODY = make_body()
 
 
@@ -94,28 +90,6 @@ class LoadResult:
     @property
     def achieved(self) -> float:
         return self.ok / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    index = min(len(sorted_values) - 1, max(0, round(q * len(sorted_values)) - 1))
-    return sorted_values[index]
-
-
-async def _read_response(reader: asyncio.StreamReader) -> int:
-    """Read one HTTP/1.1 response (Content-Length framed); return the status code."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split(b" ", 2)[1])
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    if length:
-        await reader.readexactly(length)
-    return status
 
 
 async def open_loop(port: int, rate: int, warmup: float, duration: float) -> LoadResult:
@@ -164,7 +138,7 @@ async def open_loop(port: int, rate: int, warmup: float, duration: float) -> Loa
                 else:
                     raise RuntimeError("connection pool exhausted")
                 conn[1].write(request)
-                status = await _read_response(conn[0])
+                status = await read_response(conn[0])
             done = clock()
             idle.append((*conn, done))
             if measured:
@@ -265,13 +239,6 @@ class Procs:
         for _, proc in list(reversed(self.procs)):
             with contextlib.suppress(Exception):
                 self.stop(proc)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
@@ -541,10 +508,6 @@ wrk.headers["Content-Type"] = "application/json"
 """
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
-
-
 @contextlib.contextmanager
 def server(
     procs: Procs,
@@ -571,7 +534,7 @@ def run() -> int:
     if shutil.which("wrk") is None:
         print("bench: wrk not found (apt-get install -y wrk)", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     t0 = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="hookbay-bench-"))
@@ -640,7 +603,20 @@ def run() -> int:
     write_doc(section)
     print(section)
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
-    return 0
+    return run_forwarder_bench()
+
+
+def run_forwarder_bench() -> int:
+    """The forwarder benchmark (scripts/bench_forwarder.py: own processes, own doc section)."""
+    print("bench: forwarder (scripts/bench_forwarder.py)", flush=True)
+    script = ROOT / "scripts" / "bench_forwarder.py"
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT)
+    try:
+        return proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:  # interrupted: let it stop what it started
+            proc.terminate()
+            proc.wait(timeout=120)
 
 
 def main() -> None:

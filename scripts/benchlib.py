@@ -1,0 +1,50 @@
+"""Helpers shared by the benchmark scripts (run as ``python scripts/<bench>.py``, so this module
+is importable as ``benchlib``)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from types import FrameType
+
+HOST = "127.0.0.1"  # benchmarks send traffic to loopback only
+
+
+def make_body(size: int = 1024) -> bytes:
+    """A JSON object of exactly ``size`` bytes."""
+    head = b'{"event":"bench","id":1,"pad":"'
+    tail = b'"}'
+    return head + b"x" * (size - len(head) - len(tail)) + tail
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(q * len(sorted_values)) - 1))
+    return sorted_values[index]
+
+
+async def read_response(reader: asyncio.StreamReader) -> int:
+    """Read one HTTP/1.1 response (Content-Length framed); return the status code."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    if length:
+        await reader.readexactly(length)
+    return status
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
