@@ -67,15 +67,19 @@ def _status_updates(attempt: Attempt) -> list[UpdateOne]:
     only if this attempt is later than the one that set it. No duplicate-key answers: FerretDB
     v1 stops a bulk write at its first error, and a lock-ordering bug in its PostgreSQL backend
     can wedge the server when many one-statement writes queue for connections."""
-    key = attempt.status_key
-    later = {"$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}]}
     return [
         UpdateOne({"_id": attempt.event_id}, {"$setOnInsert": {"status_key": ""}}, upsert=True),
-        UpdateOne(
-            {"_id": attempt.event_id, **later},
-            {"$set": {"status": attempt.outcome.value, "status_key": key}},
-        ),
+        UpdateOne(*_status_if_later(attempt)),
     ]
+
+
+def _status_if_later(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Filter and update setting the status when the stored one came from an earlier attempt."""
+    key = attempt.status_key
+    later = {"$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}]}
+    return {"_id": attempt.event_id, **later}, {
+        "$set": {"status": attempt.outcome.value, "status_key": key}
+    }
 
 
 BULK_CHUNK: Final = 16
@@ -90,16 +94,19 @@ async def _bulk_write(collection: Any, operations: Sequence[Any]) -> None:
         await collection.bulk_write(operations[start : start + BULK_CHUNK], ordered=True)
 
 
-async def _bulk_upsert(collection: Any, operations: Sequence[Any]) -> None:
-    """Idempotent upserts in chunks. If a chunk reports errors (an insert race on ``_id``), its
-    operations are run again one by one: FerretDB v1 stops a bulk write at its first error, and
-    every operation here is idempotent."""
-    for start in range(0, len(operations), BULK_CHUNK):
-        chunk = operations[start : start + BULK_CHUNK]
+async def _insert_or_upsert(
+    collection: Any, docs: Sequence[dict[str, Any]], upserts: Sequence[Any]
+) -> None:
+    """Store ``docs``: inserted in chunks, which needs no lookup (on FerretDB v1 a write that
+    filters, even by ``_id``, scans the collection). A chunk that meets a stored document (a
+    record consumed again, an event's status stub) is written again as ``upserts[i]``, one by
+    one: FerretDB v1 stops an unordered insert at its first error, and the upserts are
+    idempotent."""
+    for start in range(0, len(docs), BULK_CHUNK):
         try:
-            await collection.bulk_write(chunk, ordered=False)
+            await collection.insert_many(docs[start : start + BULK_CHUNK], ordered=False)
         except BulkWriteError:
-            for op in chunk:
+            for op in upserts[start : start + BULK_CHUNK]:
                 await collection.bulk_write([op])
 
 
@@ -112,16 +119,29 @@ class EventRepository:
         await self._events.update_one(*_event_upsert(event), upsert=True)
 
     async def upsert_many(self, events: list[Event]) -> None:
-        await _bulk_upsert(
-            self._events, [UpdateOne(*_event_upsert(e), upsert=True) for e in events]
-        )
+        docs = [{**event_to_document(e), "status": e.initial_status.value} for e in events]
+        upserts = [UpdateOne(*_event_upsert(e), upsert=True) for e in events]
+        await _insert_or_upsert(self._events, docs, upserts)
 
     async def apply_attempts(self, attempts: list[Attempt]) -> None:
         """Move each attempt's event to the status the attempt implies, unless a later attempt
-        (``Attempt.status_key``) already decided it; idempotent and order-independent."""
-        if attempts:
-            operations = [op for attempt in attempts for op in _status_updates(attempt)]
-            await _bulk_write(self._events, operations)
+        (``Attempt.status_key``) already decided it; idempotent and order-independent.
+
+        One conditional update per event (its latest attempt here); only a chunk where some
+        event was not recorded yet, or had a later status, runs the two-statement form that
+        also inserts status stubs."""
+        latest: dict[str, Attempt] = {}
+        for attempt in attempts:
+            known = latest.get(attempt.event_id)
+            if known is None or attempt.status_key > known.status_key:
+                latest[attempt.event_id] = attempt
+        chosen = list(latest.values())
+        for start in range(0, len(chosen), BULK_CHUNK):
+            chunk = chosen[start : start + BULK_CHUNK]
+            updates = [UpdateOne(*_status_if_later(a)) for a in chunk]
+            result = await self._events.bulk_write(updates, ordered=True)
+            if result.matched_count < len(chunk):
+                await _bulk_write(self._events, [op for a in chunk for op in _status_updates(a)])
 
     async def get(self, event_id: str) -> Event | None:
         """The event, or ``None`` also while only its status stub is stored."""
@@ -183,7 +203,8 @@ class AttemptRepository:
             ReplaceOne({"_id": doc["_id"]}, doc, upsert=True)
             for doc in map(attempt_to_document, attempts)
         ]
-        await _bulk_upsert(self._attempts, operations)
+        docs = [attempt_to_document(a) for a in attempts]
+        await _insert_or_upsert(self._attempts, docs, operations)
 
     async def list_for_event(self, event_id: str) -> list[Attempt]:
         cursor = self._attempts.find({"event_id": event_id}).sort([("started_at", 1), ("_id", 1)])
