@@ -19,6 +19,7 @@ from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_event, unique_name
 from tests.support.forwarder import forwarder_settings, running
 from tests.support.kafka import Message, TopicReader
+from tests.support.net import free_port
 from tests.support.receiver import Receiver, Reply
 
 
@@ -109,6 +110,31 @@ class TestDelivery:
         assert dead.headers["reason"] == b"delivery_failed"
         assert decode_event(dead.value) == event
         assert len(receiver.received(url)) == 1
+
+    async def test_long_answer_is_kept_to_64_kib_and_flagged(
+        self, receiver: Receiver, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings,
+        attempts: TopicReader[Attempt],
+    ) -> None:  # fmt: skip
+        answer = bytes(i % 256 for i in range(70_000))
+        url = receiver.url(Reply(200, answer))
+        event = create_event(username=unique_name("u"), forward_url=url)
+        await send(producer, fwd_settings, event)
+        (attempt,) = of(await attempts.until(chain_of(event, 1)), event)
+        assert attempt.response_body == answer[: 64 * 1024]
+        assert attempt.response_body_truncated is True
+
+    async def test_connection_refused_is_retried(
+        self, producer: AIOKafkaProducer, fwd_settings: ForwarderSettings,
+        attempts: TopicReader[Attempt],
+    ) -> None:  # fmt: skip
+        url = f"http://127.0.0.1:{free_port()}/nobody-listens"
+        event = create_event(username=unique_name("u"), forward_url=url)
+        await send(producer, fwd_settings, event)
+        one, two, three = of(await attempts.until(chain_of(event, 3)), event)
+        assert one.status_code is None
+        assert one.error is not None
+        assert one.error.startswith("connection failed")
+        assert (one.will_retry, two.will_retry, three.will_retry) == (True, True, False)
 
     async def test_timeout_is_retried(self, receiver: Receiver, producer: AIOKafkaProducer,
                                       fwd_settings: ForwarderSettings, attempts: TopicReader[Attempt]) -> None:  # fmt: skip
