@@ -278,6 +278,14 @@ class TestConfigView:
             while (await stack.post(user, hook)).status_code != 404:
                 await asyncio.sleep(0.05)
 
+    async def test_deletion_hidden_by_a_creation_in_the_same_interval(self, stack: Stack) -> None:
+        user, hook = await stack.owner()
+        await stack.webhooks.delete(user.username, hook.name)
+        other = await stack.webhooks.create(create_webhook(username=user.username))
+        await stack.ingest.view.refresh()  # the counts are what they were; the ids are not
+        assert stack.ingest.view.webhook(user.username, hook.name) is None
+        assert stack.ingest.view.webhook(user.username, other.name) is not None
+
     async def test_requests_never_touch_the_database(self, stack: Stack) -> None:
         """With every repository call failing, known and unknown names are still answered."""
         user, hook = await stack.owner()

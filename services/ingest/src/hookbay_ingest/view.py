@@ -3,8 +3,9 @@
 Ingest answers from this view alone, so a request costs no database round trip and a flood of
 requests to unknown users or webhooks costs nothing either (the view is complete: absent means
 absent). Every ``refresh_interval`` the view fetches users and webhooks whose ``updated_at`` moved
-(with an overlap that tolerates writers' clock skew and late commits) and compares collection
-counts; a count that differs (a deletion) triggers a full reload. A change made anywhere is
+(with an overlap that tolerates writers' clock skew and late commits) and compares the sets of
+ids; a difference (a deletion, also one hidden by a creation in the same interval) triggers a
+full reload. A change made anywhere is
 therefore live on every replica within ``refresh_interval`` plus one query (< 2 s by default).
 """
 
@@ -79,8 +80,9 @@ class ConfigView:
         newest = _newest(users, webhooks)
         if newest and (self._watermark is None or newest > self._watermark):
             self._watermark = newest
-        counts = (await self._users_repo.count(), await self._webhooks_repo.count())
-        if counts != (len(self._users), len(self._webhooks)):
+        user_ids = await self._users_repo.ids()
+        webhook_ids = await self._webhooks_repo.ids()
+        if user_ids != set(self._users) or webhook_ids != {w.id for w in self._webhooks.values()}:
             await self.reload()
 
     async def _refresh_forever(self) -> None:

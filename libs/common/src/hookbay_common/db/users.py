@@ -74,6 +74,10 @@ class UserRepository:
     async def count(self) -> int:
         return await self._users.count_documents({})
 
+    async def ids(self) -> set[str]:
+        """Every username (only ids travel: a cheap check for deletions)."""
+        return {doc["_id"] async for doc in self._users.find({}, {"_id": 1})}
+
     async def changed_since(self, moment: datetime) -> list[User]:
         cursor = self._users.find({"updated_at": {"$gte": moment}})
         return [_from_document(doc) async for doc in cursor]

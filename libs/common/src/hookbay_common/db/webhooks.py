@@ -72,6 +72,10 @@ class WebhookRepository:
     async def count(self) -> int:
         return await self._webhooks.count_documents({})
 
+    async def ids(self) -> set[str]:
+        """Every webhook's id (only ids travel: a cheap check for deletions)."""
+        return {doc["_id"] async for doc in self._webhooks.find({}, {"_id": 1})}
+
     async def list_all(self) -> list[Webhook]:
         return [self._from_document(doc) async for doc in self._webhooks.find({})]
 
