@@ -23,7 +23,7 @@ from hookbay_common.wire import decode_event
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
 from tests.support.ingest import Probe, ingest_process, ingest_settings
-from tests.support.net import accepts_connections, free_port_pair
+from tests.support.net import accepts_connections, free_port, free_port_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -186,3 +186,46 @@ class TestGracefulShutdown:
         finally:
             await probe.stop()
         assert event.body == b'{"part": 1, "part2": 2}'
+
+
+class TestRedisOutage:
+    async def test_rate_limiter_fails_open_and_readiness_says_so(
+        self, tmp_path: Path, settings: Settings, db: Database
+    ) -> None:
+        port = free_port()
+        redis = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(tmp_path)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            async with asyncio.timeout(10):
+                while not accepts_connections(port):
+                    await asyncio.sleep(0.05)
+            await ensure_topics(
+                settings.kafka_bootstrap, partitions=settings.kafka_partitions,
+                specs=settings.topic_specs(),
+            )  # fmt: skip
+            username, name = await owner(db)
+            app = create_app(ingest_settings(settings, redis_url=f"redis://127.0.0.1:{port}/0"))
+            ingest: Ingest = app.state.ingest
+            async with app.router.lifespan_context(app):
+                async with asyncio.timeout(30):
+                    await ingest.kafka_connected.wait()
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://i") as client:
+                    assert (
+                        await client.post(f"/w/{username}/{name}", content=b"a")
+                    ).status_code == 200
+                    assert (await client.get("/readyz")).json()["redis"] is True
+                    redis.terminate()
+                    redis.wait(timeout=10)
+                    accepted = await client.post(f"/w/{username}/{name}", content=b"b")
+                    assert accepted.status_code == 200  # fails open: the event is not refused
+                    ready = await client.get("/readyz")
+                    assert ready.status_code == 503
+                    assert ready.json()["redis"] is False
+        finally:
+            if redis.poll() is None:
+                redis.kill()
+                redis.wait(timeout=10)
