@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from hookbay_common.logs import get_logger
@@ -169,7 +170,10 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         if self._crash is None:
-            await self._commit()
+            try:
+                await self._commit()
+            except KafkaError as exc:  # e.g. a rebalance under way: the new owner redoes them
+                log.warning("final_commit_failed", consumer=self.name, error=type(exc).__name__)
 
     def _poll_ms(self) -> int:
         if not self._held:
