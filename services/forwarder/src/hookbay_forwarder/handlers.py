@@ -164,7 +164,6 @@ class ForwarderHandlers:
         self.metrics.attempts.labels(result.value).inc()
         if result is EventStatus.FAILED:  # successes are on the attempts topic; no line each
             log.info("chain_failed", status=outcome.status_code, error=outcome.error)
-        if result is EventStatus.FAILED:
             self.metrics.dead_lettered.labels("delivery_failed").inc()
             self.limit.chain_ended(dead_letter_host=urlsplit(task.url).hostname or "-")
         else:
