@@ -281,22 +281,33 @@ class TestOrderingAndIsolation:
         gate.set()
 
 
+@pytest.fixture(scope="module")
+async def guarded(settings: Settings) -> AsyncIterator[ForwarderSettings]:
+    """A forwarder as deployed: private destinations not allowed."""
+    fs = forwarder_settings(settings, allow_private_destinations=False)
+    await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
+    async with running(Forwarder(fs)):
+        yield fs
+
+
+async def only_attempt(fs: ForwarderSettings, producer: AIOKafkaProducer, url: str) -> Attempt:
+    reader = TopicReader(fs.kafka_bootstrap, fs.topics.attempts, decode_attempt)
+    await reader.start()
+    try:
+        event = create_event(username=unique_name("u"), forward_url=url)
+        await send(producer, fs, event)
+        (attempt,) = of(await reader.until(chain_of(event, 1)), event)
+    finally:
+        await reader.stop()
+    return attempt
+
+
 class TestDestinationGuard:
     async def test_private_address_is_refused_at_delivery(
-        self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
+        self, guarded: ForwarderSettings, receiver: Receiver, producer: AIOKafkaProducer
     ) -> None:
-        fs = forwarder_settings(settings, allow_private_destinations=False)
-        reader = TopicReader(fs.kafka_bootstrap, fs.topics.attempts, decode_attempt)
-        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
-        await reader.start()
-        try:
-            async with running(Forwarder(fs)):
-                url = receiver.url()
-                event = create_event(username=unique_name("u"), forward_url=url)
-                await send(producer, fs, event)
-                (attempt,) = of(await reader.until(chain_of(event, 1)), event)
-        finally:
-            await reader.stop()
+        url = receiver.url()
+        attempt = await only_attempt(guarded, producer, url)
         assert attempt.status_code is None
         assert attempt.error is not None
         assert "destination not allowed" in attempt.error
@@ -305,24 +316,14 @@ class TestDestinationGuard:
         assert receiver.received(url) == []
 
     async def test_a_name_resolving_to_a_private_address_is_refused(
-        self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
+        self, guarded: ForwarderSettings, receiver: Receiver, producer: AIOKafkaProducer
     ) -> None:
-        fs = forwarder_settings(settings, allow_private_destinations=False)
-        reader = TopicReader(fs.kafka_bootstrap, fs.topics.attempts, decode_attempt)
-        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
-        await reader.start()
-        try:
-            async with running(Forwarder(fs)):
-                url = receiver.url().replace("127.0.0.1", "localhost")
-                event = create_event(username=unique_name("u"), forward_url=url)
-                await send(producer, fs, event)
-                (attempt,) = of(await reader.until(chain_of(event, 1)), event)
-        finally:
-            await reader.stop()
+        url = receiver.url()
+        attempt = await only_attempt(guarded, producer, url.replace("127.0.0.1", "localhost"))
         assert attempt.error is not None
         assert attempt.error.startswith("destination not allowed: 'localhost' resolves to")
         assert attempt.will_retry is False
-        assert receiver.received(url.replace("localhost", "127.0.0.1")) == []
+        assert receiver.received(url) == []
 
 
 @pytest.mark.usefixtures("forwarder")
