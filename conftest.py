@@ -12,11 +12,14 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaProducer
 from pymongo import AsyncMongoClient, MongoClient
 
 from hookbay_common.db import client as db_client
+from hookbay_common.kafka import create_producer
 from hookbay_common.settings import Settings
 from tests.support.factories import TEST_SECRET_KEY
+from tests.support.receiver import Receiver, serve_receiver
 
 KAFKA = os.environ.get("HOOKBAY_TEST_KAFKA", "127.0.0.1:9092")
 MONGO = os.environ.get("HOOKBAY_TEST_MONGO", "mongodb://127.0.0.1:27017")
@@ -64,3 +67,19 @@ async def db(settings: Settings) -> AsyncIterator[db_client.Database]:
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> str:
     return KAFKA
+
+
+@pytest.fixture(scope="session")
+async def producer(kafka_bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
+    """A plain producer for tests that write to topics themselves."""
+    producer = create_producer(kafka_bootstrap)
+    await producer.start()
+    yield producer
+    await producer.stop()
+
+
+@pytest.fixture(scope="session")
+async def receiver() -> AsyncIterator[Receiver]:
+    """A real local HTTP destination (``tests.support.receiver``)."""
+    async with serve_receiver() as receiver:
+        yield receiver

@@ -20,32 +20,19 @@ from prometheus_client.parser import text_string_to_metric_families
 from hookbay_common.db import Collections, Database
 from hookbay_common.db.events import event_from_document
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.kafka import create_producer, ensure_topics
+from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.models import Attempt, Event
 from hookbay_common.wire import decode_attempt, encode_attempt, encode_event
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_attempt, create_event, unique_name
 from tests.support.kafka import Message, TopicReader
 from tests.support.net import free_port
-from tests.support.processes import ServiceProcess, service_process, until
-from tests.support.receiver import Receiver, Reply, serve_receiver
+from tests.support.processes import ServiceProcess, service_process
+from tests.support.receiver import Receiver, Reply
+from tests.support.waiting import until
 
 EVENT_COUNT = 2000
 KILL_AFTER = 400
-
-
-@pytest.fixture(scope="module")
-async def receiver() -> AsyncIterator[Receiver]:
-    async with serve_receiver() as receiver:
-        yield receiver
-
-
-@pytest.fixture(scope="module")
-async def producer(kafka_bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
-    producer = create_producer(kafka_bootstrap)
-    await producer.start()
-    yield producer
-    await producer.stop()
 
 
 @pytest.fixture
@@ -58,8 +45,7 @@ async def penv(env: dict[str, str]) -> dict[str, str]:
         "HOOKBAY_KAFKA_SESSION_TIMEOUT_MS": "6000",
         "HOOKBAY_FORWARD_TIMEOUT": "5",
     }
-    fs = settings_of(penv)
-    await ensure_topics(fs.kafka_bootstrap, partitions=fs.kafka_partitions, specs=fs.topic_specs())
+    await ensure_configured_topics(settings_of(penv))
     return penv
 
 

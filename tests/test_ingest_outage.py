@@ -15,7 +15,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from hookbay_common.db import Database, UserRepository, WebhookRepository
-from hookbay_common.kafka import ensure_topics
+from hookbay_common.kafka import ensure_configured_topics, ensure_topics
 from hookbay_common.models import Event
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
@@ -202,10 +202,7 @@ class TestRedisOutage:
             async with asyncio.timeout(10):
                 while not accepts_connections(port):
                     await asyncio.sleep(0.05)
-            await ensure_topics(
-                settings.kafka_bootstrap, partitions=settings.kafka_partitions,
-                specs=settings.topic_specs(),
-            )  # fmt: skip
+            await ensure_configured_topics(settings)
             username, name = await owner(db)
             app = create_app(ingest_settings(settings, redis_url=f"redis://127.0.0.1:{port}/0"))
             ingest: Ingest = app.state.ingest

@@ -20,7 +20,6 @@ from hookbay_common.db import (
     UserRepository,
     WebhookRepository,
 )
-from hookbay_common.kafka import ensure_topics
 from hookbay_common.models import Event, EventStatus, RejectedReason
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
@@ -28,9 +27,10 @@ from hookbay_forwarder.app import Forwarder, Recorder
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
-from tests.support.forwarder import forwarder_settings, running
+from tests.support.forwarder import forwarder_namespace, running
 from tests.support.ingest import ingest_settings
 from tests.support.receiver import Receiver, Reply, serve_receiver
+from tests.support.waiting import until
 
 
 @dataclass
@@ -52,20 +52,23 @@ class Pipeline:
         await self.ingest.view.refresh()
         return f"/w/{user.username}/{hook.name}"
 
-    async def event(self, request_id: str, status: EventStatus, timeout: float = 20) -> Event:
+    async def event(self, request_id: str, status: EventStatus) -> Event:
+        """The event once MongoDB holds it with ``status``."""
         events = EventRepository(self.db)
-        async with asyncio.timeout(timeout):
-            while (
-                found := await events.get_by_request_id(request_id)
-            ) is None or found.status is not status:
-                await asyncio.sleep(0.05)
+
+        async def recorded() -> bool:
+            found = await events.get_by_request_id(request_id)
+            return found is not None and found.status is status
+
+        await until(recorded, 20, what=f"event {request_id} {status}")
+        found = await events.get_by_request_id(request_id)
+        assert found is not None
         return found
 
 
 @pytest.fixture(scope="module")
 async def pipeline(settings: Settings, db: Database) -> AsyncIterator[Pipeline]:
-    fs: ForwarderSettings = forwarder_settings(settings)
-    await ensure_topics(fs.kafka_bootstrap, partitions=fs.kafka_partitions, specs=fs.topic_specs())
+    fs: ForwarderSettings = await forwarder_namespace(settings)
     app = create_app(ingest_settings(settings, kafka_namespace=fs.kafka_namespace))
     async with (
         serve_receiver() as receiver,

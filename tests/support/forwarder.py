@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.settings import Settings
 from hookbay_forwarder.app import Forwarder, Recorder
 from hookbay_forwarder.settings import ForwarderSettings
@@ -39,3 +40,10 @@ async def running(process: Forwarder | Recorder) -> AsyncIterator[asyncio.Task[i
         with contextlib.suppress(Exception):
             await task
         await process.stop()
+
+
+async def forwarder_namespace(settings: Settings, **overrides: Any) -> ForwarderSettings:
+    """``forwarder_settings`` with the namespace's topics created."""
+    fs = forwarder_settings(settings, **overrides)
+    await ensure_configured_topics(fs)
+    return fs

@@ -5,46 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from tests.support.net import free_port
+from tests.support.waiting import until
 
 COMMAND = [sys.executable, "-m", "hookbay_forwarder"]
 PORT_VARIABLES = {
     "forwarder": "HOOKBAY_FORWARDER_METRICS_PORT",
     "recorder": "HOOKBAY_RECORDER_METRICS_PORT",
 }
-
-
-async def until(
-    condition: Callable[[], bool | Awaitable[bool]],
-    timeout: float = 30,
-    *,
-    interval: float = 0.05,
-    what: str = "condition",
-) -> None:
-    """Poll ``condition`` (plain or async) until it holds; fail after ``timeout`` seconds."""
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                result = condition()
-                if inspect.isawaitable(result):
-                    result = await result
-                if result:
-                    return
-                await asyncio.sleep(interval)
-    except TimeoutError:
-        raise AssertionError(f"{what}: not within {timeout:g} s") from None
 
 
 @dataclass

@@ -10,14 +10,13 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from hookbay_common.clock import utcnow
-from hookbay_common.kafka import ensure_topics
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, Event
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_attempt, decode_event, encode_event, encode_task
 from hookbay_forwarder.app import EXIT_DEAD_LETTER_LIMIT, Forwarder
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_event, unique_name
-from tests.support.forwarder import forwarder_settings, running
+from tests.support.forwarder import forwarder_namespace, running
 from tests.support.kafka import Message, TopicReader
 from tests.support.net import free_port
 from tests.support.receiver import Receiver, Reply
@@ -284,8 +283,7 @@ class TestOrderingAndIsolation:
 @pytest.fixture(scope="module")
 async def guarded(settings: Settings) -> AsyncIterator[ForwarderSettings]:
     """A forwarder as deployed: private destinations not allowed."""
-    fs = forwarder_settings(settings, allow_private_destinations=False)
-    await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
+    fs = await forwarder_namespace(settings, allow_private_destinations=False)
     async with running(Forwarder(fs)):
         yield fs
 
@@ -365,10 +363,9 @@ class TestDeadLetterLimit:
     async def test_a_flood_of_dead_letters_across_hosts_stops_the_forwarder(
         self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
     ) -> None:
-        fs = forwarder_settings(
+        fs = await forwarder_namespace(
             settings, dlq_limit_window=4, dlq_limit_ratio=0.5, dlq_limit_min_hosts=2
         )
-        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
         bad = receiver.url(then=Reply(400, b"no"))
         urls = [bad, bad.replace("127.0.0.1", "localhost")] * 2
         events = [create_event(username=unique_name("u"), forward_url=u) for u in urls]
@@ -383,8 +380,7 @@ class TestRestart:
     async def test_a_waiting_retry_survives_a_restart(
         self, settings: Settings, receiver: Receiver, producer: AIOKafkaProducer
     ) -> None:
-        fs = forwarder_settings(settings, retry_schedule="0,3s")
-        await ensure_topics(fs.kafka_bootstrap, partitions=1, specs=fs.topic_specs())
+        fs = await forwarder_namespace(settings, retry_schedule="0,3s")
         reader = TopicReader(fs.kafka_bootstrap, fs.topics.attempts, decode_attempt)
         await reader.start()
         url = receiver.url(Reply(503, b"later"))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from aiokafka import AIOKafkaProducer
 
@@ -13,14 +11,20 @@ from hookbay_common.models import Attempt, Event, EventStatus, RejectedReason
 from hookbay_common.wire import encode_attempt, encode_event
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_attempt, create_event, unique_name
+from tests.support.waiting import until
 
 
-async def stored(db: Database, event: Event, status: EventStatus, timeout: float = 20) -> Event:
+async def stored(db: Database, event: Event, status: EventStatus) -> Event:
     """The event once MongoDB holds it with ``status``."""
     events = EventRepository(db)
-    async with asyncio.timeout(timeout):
-        while (found := await events.get(event.id)) is None or found.status is not status:
-            await asyncio.sleep(0.05)
+
+    async def recorded() -> bool:
+        found = await events.get(event.id)
+        return found is not None and found.status is status
+
+    await until(recorded, 20, what=f"event {event.id} {status}")
+    found = await events.get(event.id)
+    assert found is not None
     return found
 
 

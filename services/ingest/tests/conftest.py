@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from hookbay_common.db import Database, UserRepository, WebhookRepository
-from hookbay_common.kafka import ensure_topics
+from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_ingest.app import Ingest, create_app
@@ -20,9 +20,7 @@ from tests.support.ingest import Probe, Stack, ingest_settings
 
 @pytest.fixture(scope="session")
 async def stack(settings: Settings, db: Database) -> AsyncIterator[Stack]:
-    await ensure_topics(
-        settings.kafka_bootstrap, partitions=settings.kafka_partitions, specs=settings.topic_specs()
-    )
+    await ensure_configured_topics(settings)
     app = create_app(ingest_settings(settings))
     ingest: Ingest = app.state.ingest
     async with app.router.lifespan_context(app):

@@ -30,7 +30,7 @@ from hookbay_common.clock import isoformat
 from hookbay_common.db import client as db_client
 from hookbay_common.db.client import Database
 from hookbay_common.errors import HookbayError
-from hookbay_common.kafka import ensure_topics
+from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.plans import PlanBook, load_plans
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
@@ -159,11 +159,7 @@ def migrate_command(state: CliState) -> None:
     """Create MongoDB indexes and Kafka topics that are missing (idempotent)."""
 
     async def work(rt: Runtime) -> list[str]:  # the runtime has already migrated MongoDB
-        return await ensure_topics(
-            rt.settings.kafka_bootstrap,
-            partitions=rt.settings.kafka_partitions,
-            specs=rt.settings.topic_specs(),
-        )
+        return await ensure_configured_topics(rt.settings)
 
     created = state.run(work)
     state.emit(

@@ -9,6 +9,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from hookbay_common.settings import Settings
 from hookbay_common.topics import MAX_MESSAGE_BYTES, TopicSpec
 
 
@@ -64,3 +65,12 @@ async def ensure_topics(
             message = rest[0] if rest else ""
             raise KafkaError(f"cannot create topic {name}: error {code} {message}")
     return created
+
+
+async def ensure_configured_topics(settings: Settings) -> list[str]:
+    """``ensure_topics`` for every topic ``settings`` needs: its namespace, its retry tiers."""
+    return await ensure_topics(
+        settings.kafka_bootstrap,
+        partitions=settings.kafka_partitions,
+        specs=settings.topic_specs(),
+    )

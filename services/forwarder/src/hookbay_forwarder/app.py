@@ -20,7 +20,7 @@ from aiokafka.errors import KafkaError
 
 from hookbay_common.db import AttemptRepository, EventRepository
 from hookbay_common.db import client as db_client
-from hookbay_common.kafka import create_consumer, create_producer, ensure_topics
+from hookbay_common.kafka import create_consumer, create_producer, ensure_configured_topics
 from hookbay_common.logs import get_logger
 from hookbay_forwarder.consumer import HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
@@ -124,12 +124,8 @@ class Forwarder:
         self.tasks.stop()
 
     async def start(self) -> None:
-        s = self.settings
-
         async def connect() -> None:
-            await ensure_topics(
-                s.kafka_bootstrap, partitions=s.kafka_partitions, specs=s.topic_specs()
-            )
+            await ensure_configured_topics(self.settings)
             await self.producer.start()
             self.events.consumer.subscribe([self.topics.events], listener=self.events)
             self.tasks.consumer.subscribe(pattern=self.topics.task_pattern, listener=self.tasks)
@@ -203,12 +199,8 @@ class Recorder:
         self.loop.stop()
 
     async def start(self) -> None:
-        s = self.settings
-
         async def connect() -> None:
-            await ensure_topics(
-                s.kafka_bootstrap, partitions=s.kafka_partitions, specs=s.topic_specs()
-            )
+            await ensure_configured_topics(self.settings)
             await self.consumer.start()
 
         await db_client.migrate(db_client.database(self.mongo))
