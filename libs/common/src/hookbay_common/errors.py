@@ -110,3 +110,62 @@ class TokenNotFound(NotFound):
 
     def __init__(self, token_id: str) -> None:
         super().__init__(f"no API token {token_id!r}", tokenId=token_id)
+
+
+class TooManyRequests(HookbayError):
+    """429 with ``Retry-After``; ``retryAfter`` in the body, whole seconds >= 1."""
+
+    status_code = 429
+    error = "Too many requests"
+
+    def __init__(self, message: str, retry_after: int, **fields: Any) -> None:
+        super().__init__(message, retryAfter=retry_after, **fields)
+        self.headers["Retry-After"] = str(retry_after)
+
+
+class NotAuthenticated(Unauthorized):
+    error = "Not authenticated"
+
+    def __init__(self, message: str = "log in, or send an API token as 'Authorization: Bearer'"):
+        super().__init__(message)
+        self.headers["WWW-Authenticate"] = "Bearer"
+
+
+class InvalidCredentials(Unauthorized):
+    error = "Invalid credentials"
+
+    def __init__(self) -> None:
+        super().__init__("username or password is wrong")
+
+
+class CsrfRejected(Forbidden):
+    error = "CSRF check failed"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "a state-changing request made with the session cookie needs the X-CSRF-Token header "
+            "returned by POST /auth/login and GET /me"
+        )
+
+
+class AdminRequired(Forbidden):
+    error = "Admin role required"
+
+    def __init__(self) -> None:
+        super().__init__("this operation needs the admin role")
+
+
+class EventNotFound(NotFound):
+    error = "Event not found"
+
+    def __init__(self, event_id: str) -> None:
+        super().__init__(f"no event {event_id!r}", eventId=event_id)
+
+
+class InvalidCursor(InvalidRequest):
+    error = "Invalid cursor"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"the cursor is not one this list returned ({reason}); start again without a cursor"
+        )

@@ -96,6 +96,16 @@ class ApiToken(_Record):
     last_used_at: datetime | None = None
 
 
+class Session(_Record):
+    """A dashboard login. ``id`` is the SHA-256 of the cookie value, which is never stored."""
+
+    id: str
+    username: str
+    csrf_token: str = Field(repr=False)
+    created_at: datetime
+    expires_at: datetime
+
+
 class Event(_Record):
     """One captured request. ``body`` holds the exact bytes received."""
 

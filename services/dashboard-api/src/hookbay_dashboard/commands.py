@@ -16,10 +16,10 @@ from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
 from hookbay_common.db import TokenRepository, UserRepository, WebhookRepository
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.models import User, Webhook
+from hookbay_dashboard.accounts.schemas import UserRead
 from hookbay_dashboard.accounts.service import AccountService, IssuedToken
+from hookbay_dashboard.webhooks.schemas import WebhookRead
 from hookbay_dashboard.webhooks.service import UNCHANGED, WebhookService
-
-SECRET_MASK = "********"  # noqa: S105 - what a set secret reads as
 
 
 def _accounts(rt: Runtime) -> AccountService:
@@ -35,27 +35,11 @@ def _webhooks(rt: Runtime) -> WebhookService:
 
 
 def user_view(user: User) -> dict[str, Any]:
-    return {
-        "username": user.username,
-        "plan": user.plan,
-        "role": user.role.value,
-        "has_password": user.password_hash is not None,
-        "created_at": user.created_at,
-    }
+    return UserRead.of(user).view()
 
 
 def webhook_view(webhook: Webhook, public_url: str) -> dict[str, Any]:
-    return {
-        "id": webhook.id,
-        "username": webhook.username,
-        "name": webhook.name,
-        "url": f"{public_url.rstrip('/')}/w/{webhook.username}/{webhook.name}",
-        "active": webhook.active,
-        "secret": SECRET_MASK if webhook.secret else None,
-        "forward_url": webhook.forward_url,
-        "created_at": webhook.created_at,
-        "updated_at": webhook.updated_at,
-    }
+    return WebhookRead.of(webhook, public_url).view()
 
 
 def _read_password() -> str:

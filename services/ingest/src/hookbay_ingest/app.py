@@ -36,6 +36,7 @@ from hookbay_common.metrics import asgi_app
 from hookbay_common.models import Event, EventStatus, RejectedReason, User, Webhook
 from hookbay_common.names import is_valid_username, is_valid_webhook_name
 from hookbay_common.plans import Plan, PlanBook, load_plans
+from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.wire import encode_event
 from hookbay_ingest.capture import SIGNATURE_HEADER, client_ip, signature_valid
@@ -50,7 +51,6 @@ from hookbay_ingest.errors import (
     WebhookInactive,
 )
 from hookbay_ingest.metrics import IngestMetrics
-from hookbay_ingest.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_ingest.settings import IngestSettings
 from hookbay_ingest.view import ConfigView
 

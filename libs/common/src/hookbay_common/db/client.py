@@ -16,6 +16,7 @@ class Collections:
     EVENTS: Final = "events"
     ATTEMPTS: Final = "attempts"
     API_TOKENS: Final = "api_tokens"
+    SESSIONS: Final = "sessions"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {
@@ -24,6 +25,9 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
     ],
     Collections.API_TOKENS: [
         IndexModel([("token_hash", ASCENDING)], unique=True, name="token_hash"),
+        IndexModel([("username", ASCENDING)], name="owner"),
+    ],
+    Collections.SESSIONS: [
         IndexModel([("username", ASCENDING)], name="owner"),
     ],
     Collections.EVENTS: [

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from argon2 import PasswordHasher
 
 from hookbay_common.clock import utcnow
-from hookbay_common.db import TokenRepository, UserRepository
+from hookbay_common.db import SessionRepository, TokenRepository, UserRepository
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import ApiToken, Role, User
@@ -33,10 +33,12 @@ class AccountService:
         tokens: TokenRepository,
         plans: PlanBook,
         hasher: PasswordHasher | None = None,
+        sessions: SessionRepository | None = None,
     ) -> None:
         self._users = users
         self._tokens = tokens
         self._plans = plans
+        self._sessions = sessions
         self._hasher = hasher or PasswordHasher()  # argon2id with the library's current defaults
 
     async def create_user(
@@ -66,6 +68,34 @@ class AccountService:
 
     async def set_plan(self, username: str, plan: str) -> User:
         return await self._users.update(username, plan=self._plans.get(plan).name)
+
+    async def update_user(
+        self,
+        username: str,
+        *,
+        plan: str | None = None,
+        role: Role | None = None,
+        password: str | None = None,
+    ) -> User:
+        """Change what is given; a new password ends the user's dashboard sessions."""
+        plan_name = self._plans.get(plan).name if plan is not None else None
+        password_hash = self._hash_password(password) if password is not None else None
+        user = await self._users.update(
+            username, plan=plan_name, role=role, password_hash=password_hash
+        )
+        if password_hash is not None and self._sessions is not None:
+            await self._sessions.delete_for_owner(username)
+        return user
+
+    async def list_users(self) -> list[User]:
+        return await self._users.list_all()
+
+    async def list_tokens(self, username: str) -> list[ApiToken]:
+        return await self._tokens.list_for_owner(username)
+
+    async def revoke_token(self, username: str, token_id: str) -> None:
+        """``TokenNotFound`` also when the token belongs to someone else."""
+        await self._tokens.delete(username, token_id)
 
     async def create_token(self, username: str, *, name: str = "cli") -> IssuedToken:
         await self._users.require(username)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from pydantic import SecretStr
@@ -71,12 +72,26 @@ class WebhookService:
             changes["forward_url"] = forward_url
         return await self._webhooks.update(username, name, **changes)
 
+    async def get(self, username: str, name: str) -> Webhook:
+        """``WebhookNotFound`` also when ``name`` belongs to another owner."""
+        return await self._webhooks.require(username, name)
+
+    async def delete(self, username: str, name: str) -> None:
+        """Delete the webhook (ingest answers 404 for it within 2 s). Its events stay until
+        retention removes them, reachable by id; a new webhook with the same name starts empty."""
+        await self._webhooks.delete(username, name)
+
     async def set_active(self, username: str, name: str, active: bool) -> Webhook:
         return await self._webhooks.update(username, name, active=active)
 
     async def list_for_owner(self, username: str) -> list[Webhook]:
         await self._users.require(username)
         return await self._webhooks.list_for_owner(username)
+
+
+def generate_secret() -> str:
+    """A new signing secret: 256 random bits, URL-safe."""
+    return secrets.token_urlsafe(32)
 
 
 def _checked_secret(secret: str | None) -> SecretStr | None:

@@ -1,4 +1,5 @@
-"""Per-owner rate limiting for the receiving endpoint (DESIGN.md §3 "rate limit").
+"""Keyed rate limiting: per owner at the receiving endpoint (DESIGN.md §3 "rate limit"), per user and
+per address for dashboard logins.
 
 Requests are counted per owner (username), across all their webhooks, with GCRA (the generic cell
 rate algorithm): rate ``limit`` per 60 s and burst ``limit``. A fresh owner may send ``limit``
@@ -234,8 +235,11 @@ class RedisRateLimiter:
         await self._client.aclose()
 
 
-def create_rate_limiter(redis_url: str | None) -> RateLimiter:
-    """The shared Redis limiter when ``redis_url`` is set (non-empty), else the in-process one."""
+def create_rate_limiter(
+    redis_url: str | None, *, key_prefix: str = DEFAULT_KEY_PREFIX
+) -> RateLimiter:
+    """The shared Redis limiter when ``redis_url`` is set (non-empty), else the in-process one.
+    ``key_prefix`` keeps separate limits (ingest's per owner, the dashboard's per login) apart."""
     if redis_url:
-        return RedisRateLimiter.from_url(redis_url)
+        return RedisRateLimiter.from_url(redis_url, key_prefix=key_prefix)
     return InProcessRateLimiter()

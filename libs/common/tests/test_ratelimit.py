@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis.asyncio
 
-from hookbay_ingest.ratelimit import (
+from hookbay_common.ratelimit import (
     InProcessRateLimiter,
     RateDecision,
     RateLimiter,

@@ -1,0 +1,41 @@
+"""``python -m hookbay_dashboard``: serve the dashboard API with uvicorn (uvloop + httptools).
+
+SIGTERM: uvicorn stops accepting, lets in-flight requests finish (live tails end), then the
+lifespan closes the Kafka producer and the database client.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+from pydantic import ValidationError
+
+from hookbay_common.errors import HookbayError
+from hookbay_common.logs import configure_logging
+from hookbay_dashboard.app import create_app
+from hookbay_dashboard.settings import DashboardSettings
+
+
+def main() -> None:
+    try:
+        settings = DashboardSettings()  # type: ignore[call-arg]
+        configure_logging(settings.log_level, service="dashboard-api")
+        app = create_app(settings)
+    except (ValidationError, HookbayError) as exc:
+        print(f"hookbay-dashboard: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
+        sys.exit(2)
+    uvicorn.run(
+        app,
+        host=settings.dashboard_host,
+        port=settings.dashboard_port,
+        loop="uvloop",
+        http="httptools",
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=10,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The dashboard API: ``/api/v1`` (OpenAPI at ``/api/v1/openapi.json``) plus health, readiness
+and metrics. Every error is rendered from ``hookbay_common.errors`` as ``{"error", "message",
+...}``; a client mistake is a 4xx, never a 500, and no response or log carries a stack trace."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import Counter, Histogram
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.contextvars import bound_contextvars
+
+from hookbay_common import metrics
+from hookbay_common.errors import HookbayError
+from hookbay_common.logs import get_logger
+from hookbay_common.plans import PlanBook, load_plans
+from hookbay_dashboard.accounts.routes import router as accounts_router
+from hookbay_dashboard.auth.routes import router as auth_router
+from hookbay_dashboard.events.routes import router as events_router
+from hookbay_dashboard.replays.routes import router as replays_router
+from hookbay_dashboard.runtime import Runtime
+from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.webhooks.routes import router as webhooks_router
+
+log = get_logger("hookbay.dashboard")
+API_PREFIX = "/api/v1"
+REQUEST_ID_HEADER = "X-Request-Id"
+
+_ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
+    "required": ["error", "message"],
+}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"description": text, "content": {"application/json": {"schema": _ERROR_SCHEMA}}}
+    for code, text in [
+        (400, "Invalid request (bad parameter, cursor or value)"),
+        (401, "Not authenticated"),
+        (403, "Forbidden (CSRF check failed, admin role required)"),
+        (404, "Not found, or another owner's"),
+        (409, "Conflict (name taken)"),
+        (422, "Body or parameters do not match the schema"),
+        (429, "Too many requests (login throttling)"),
+        (503, "A dependency (Kafka) is unreachable; retry later"),
+    ]
+}
+
+
+class DashboardMetrics:
+    def __init__(self) -> None:
+        self.registry = metrics.new_registry()
+        self.requests = Counter(
+            metrics.name("dashboard_requests"), "Dashboard API requests by route and status",
+            ["method", "route", "status"], registry=self.registry,
+        )  # fmt: skip
+        self.latency = Histogram(
+            metrics.name("dashboard_request_seconds"), "Dashboard API request latency by route",
+            ["route"], buckets=metrics.LATENCY_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+
+
+class _RequestContext:
+    """Pure ASGI middleware: a request id per request (``X-Request-Id``, bound to every log
+    line), and the request counter and latency by route template (never the raw path)."""
+
+    def __init__(self, app: ASGIApp, metrics: DashboardMetrics) -> None:
+        self._app = app
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [
+                    *message["headers"],
+                    (REQUEST_ID_HEADER.lower().encode(), request_id.encode()),
+                ]
+            await send(message)
+
+        with bound_contextvars(request_id=request_id):
+            try:
+                await self._app(scope, receive, send_with_id)
+            finally:
+                route = _route_template(scope)
+                self._metrics.requests.labels(scope["method"], route, str(status)).inc()
+                self._metrics.latency.labels(route).observe(time.perf_counter() - started)
+
+
+def _route_template(scope: Scope) -> str:
+    route = scope.get("route")
+    if isinstance(route, Route | Mount):
+        return route.path
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+def _error(exc: HookbayError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers)
+
+
+def _validation_message(errors: list[Any]) -> str:
+    parts = []
+    for err in errors[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "the request does not match the schema"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HookbayError)
+    async def hookbay_error(_: Request, exc: HookbayError) -> Response:
+        if exc.status_code >= 500:
+            log.warning("request_failed", status=exc.status_code, error=exc.error)
+        return _error(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> Response:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        body = {
+            "error": "Invalid request",
+            "message": _validation_message(errors),
+            "detail": errors,
+        }
+        return JSONResponse(body, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        names = {404: "Not found", 405: "Method not allowed"}
+        body = {"error": names.get(exc.status_code, "Error"), "message": str(exc.detail)}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def crashed(_: Request, exc: Exception) -> Response:
+        log.error("request_crashed", error_type=type(exc).__name__, exc_info=exc)
+        return JSONResponse(
+            {"error": "Internal server error", "message": "unexpected error; it was logged"},
+            status_code=500,
+        )
+
+
+def api_router() -> APIRouter:
+    """Every ``/api/v1`` route, one router per domain."""
+    api = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
+    routers = [auth_router, accounts_router, webhooks_router, events_router, replays_router]
+    for router in routers:
+        api.include_router(router)
+    return api
+
+
+def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> FastAPI:
+    runtime = Runtime(settings, plans or load_plans(settings.plans_file))
+    app_metrics = DashboardMetrics()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.stop()
+
+    app = FastAPI(
+        title="hookbay dashboard API",
+        version="1",
+        lifespan=lifespan,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+    )
+    app.state.runtime = runtime
+    app.state.metrics = app_metrics
+    install_error_handlers(app)
+    app.include_router(api_router())
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> Response:
+        checks = await runtime.checks()
+        ready = all(checks.values())
+        return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
+
+    app.router.routes.append(Mount("/metrics", app=metrics.asgi_app(app_metrics.registry)))  # type: ignore[arg-type]
+    app.add_middleware(_RequestContext, metrics=app_metrics)
+    return app

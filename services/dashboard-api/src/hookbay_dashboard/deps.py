@@ -1,0 +1,106 @@
+"""Typed dependencies of the routes: the runtime, the caller, and the services.
+
+Authentication: an ``Authorization: Bearer <API token>`` header, or the ``hookbay_session``
+cookie set by ``POST /auth/login``. With the cookie, every state-changing request must also
+send the session's CSRF token as ``X-CSRF-Token`` (SameSite=Strict already keeps other sites'
+requests from carrying the cookie; the header is the second lock).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
+
+from hookbay_common.errors import AdminRequired, CsrfRejected, NotAuthenticated
+from hookbay_dashboard.accounts.service import AccountService
+from hookbay_dashboard.auth.service import AuthService, Principal
+from hookbay_dashboard.runtime import Runtime
+from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.webhooks.service import WebhookService
+
+SESSION_COOKIE = "hookbay_session"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+_bearer = HTTPBearer(auto_error=False, description="A personal API token (hbk_...).")
+_cookie = APIKeyCookie(
+    name=SESSION_COOKIE, auto_error=False, description="Set by POST /auth/login."
+)
+
+
+def get_runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+
+
+def get_settings(runtime: RuntimeDep) -> DashboardSettings:
+    return runtime.settings
+
+
+SettingsDep = Annotated[DashboardSettings, Depends(get_settings)]
+
+
+def get_auth(runtime: RuntimeDep) -> AuthService:
+    s = runtime.settings
+    return AuthService(
+        runtime.users, runtime.tokens, runtime.sessions, runtime.limiter,
+        session_ttl=s.session_ttl, limit_per_user=s.login_limit_per_user,
+        limit_per_address=s.login_limit_per_address,
+    )  # fmt: skip
+
+
+AuthDep = Annotated[AuthService, Depends(get_auth)]
+
+
+async def current_principal(
+    request: Request,
+    auth: AuthDep,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    cookie: Annotated[str | None, Depends(_cookie)],
+) -> Principal:
+    """The caller; a bearer token wins over a cookie when both are sent."""
+    if bearer is not None:
+        return await auth.from_token(bearer.credentials)
+    if cookie:
+        principal = await auth.from_cookie(cookie)
+        assert principal.session is not None
+        if request.method not in SAFE_METHODS and not auth.csrf_ok(
+            principal.session, request.headers.get(CSRF_HEADER)
+        ):
+            raise CsrfRejected()
+        return principal
+    raise NotAuthenticated()
+
+
+CurrentUser = Annotated[Principal, Depends(current_principal)]
+
+
+def require_admin(principal: CurrentUser) -> Principal:
+    if not principal.user.is_admin:
+        raise AdminRequired()
+    return principal
+
+
+AdminUser = Annotated[Principal, Depends(require_admin)]
+
+
+def get_accounts(runtime: RuntimeDep) -> AccountService:
+    return AccountService(runtime.users, runtime.tokens, runtime.plans, sessions=runtime.sessions)
+
+
+AccountsDep = Annotated[AccountService, Depends(get_accounts)]
+
+
+def get_webhooks(runtime: RuntimeDep) -> WebhookService:
+    return WebhookService(
+        runtime.webhooks, runtime.users,
+        allow_private=runtime.settings.allow_private_destinations,
+    )  # fmt: skip
+
+
+WebhooksDep = Annotated[WebhookService, Depends(get_webhooks)]

@@ -1,0 +1,106 @@
+"""What every request of the dashboard API works with, opened by the app's lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+from pymongo import AsyncMongoClient
+from pymongo.errors import PyMongoError
+
+from hookbay_common.db import (
+    AttemptRepository,
+    EventRepository,
+    SessionRepository,
+    TokenRepository,
+    UserRepository,
+    WebhookRepository,
+)
+from hookbay_common.db import client as db_client
+from hookbay_common.errors import ServiceUnavailable
+from hookbay_common.kafka import create_producer
+from hookbay_common.logs import get_logger
+from hookbay_common.plans import PlanBook
+from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
+from hookbay_common.secrets_box import SecretBox
+from hookbay_dashboard.settings import DashboardSettings
+
+log = get_logger("hookbay.dashboard")
+
+
+class Runtime:
+    """Clients and repositories shared by all requests of one app instance."""
+
+    def __init__(self, settings: DashboardSettings, plans: PlanBook) -> None:
+        self.settings = settings
+        self.plans = plans
+        self.box = SecretBox(settings.secret_key.get_secret_value())
+        self.kafka_connected = asyncio.Event()
+        """Set once the producer reached the broker; replays answer 503 until then."""
+        self._connect_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Open the clients inside the server's event loop and migrate the database."""
+        settings = self.settings
+        self.mongo: AsyncMongoClient[dict[str, Any]] = db_client.connect(settings.mongo_url)
+        self.db = db_client.database(self.mongo)
+        await db_client.migrate(self.db)
+        self.users = UserRepository(self.db)
+        self.tokens = TokenRepository(self.db)
+        self.sessions = SessionRepository(self.db)
+        self.webhooks = WebhookRepository(self.db, self.box)
+        self.events = EventRepository(self.db)
+        self.attempts = AttemptRepository(self.db)
+        self.limiter: RateLimiter = create_rate_limiter(
+            settings.redis_url, key_prefix=settings.redis_key_prefix
+        )
+        self.producer: AIOKafkaProducer = create_producer(
+            settings.kafka_bootstrap, client_id="hookbay-dashboard"
+        )
+        self._connect_task = asyncio.create_task(self._connect_producer(), name="kafka-connect")
+
+    async def _connect_producer(self) -> None:
+        while True:
+            try:
+                await self.producer.start()
+            except KafkaError:
+                log.warning("kafka_unreachable", bootstrap=self.settings.kafka_bootstrap)
+                await asyncio.sleep(2)
+            else:
+                self.kafka_connected.set()
+                log.info("kafka_connected")
+                return
+
+    def require_kafka(self) -> AIOKafkaProducer:
+        """The producer, or ``ServiceUnavailable`` while the broker is unreachable."""
+        if not self.kafka_connected.is_set():
+            raise ServiceUnavailable("Kafka is unreachable; try again shortly", retryAfter=5)
+        return self.producer
+
+    async def checks(self) -> dict[str, bool]:
+        """Readiness of each dependency (for /readyz)."""
+        results = {"kafka": self.kafka_connected.is_set(), "mongo": await self._mongo_ok()}
+        if isinstance(self.limiter, RedisRateLimiter):
+            results["redis"] = await self.limiter.ping()
+        return results
+
+    async def _mongo_ok(self) -> bool:
+        try:
+            async with asyncio.timeout(2):
+                await self.db.command("ping")
+        except (PyMongoError, TimeoutError):
+            return False
+        return True
+
+    async def stop(self) -> None:
+        if self._connect_task is not None:
+            self._connect_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connect_task
+        await self.producer.stop()
+        await self.limiter.close()
+        await self.mongo.close()
+        log.info("dashboard_stopped")

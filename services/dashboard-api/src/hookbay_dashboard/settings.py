@@ -1,0 +1,25 @@
+"""Dashboard API settings: the shared ones plus what only the owners' API needs."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from hookbay_common.settings import Settings
+
+
+class DashboardSettings(Settings):
+    dashboard_host: str = "0.0.0.0"
+    dashboard_port: int = Field(default=8081, ge=1, le=65535)
+    session_ttl: float = Field(default=12 * 3600, gt=0, le=30 * 86400)
+    """Seconds a dashboard login lasts (absolute, not sliding)."""
+    cookie_secure: bool = True
+    """Mark the session cookie ``Secure`` (HTTPS only). ``make run`` turns it off for plain HTTP."""
+    login_limit_per_user: int = Field(default=10, ge=1)
+    """Login attempts per minute for one username, counted across replicas through Redis."""
+    login_limit_per_address: int = Field(default=30, ge=1)
+    """Login attempts per minute from one client address."""
+    redis_key_prefix: str = "hookbay:"
+    events_page_max: int = Field(default=100, ge=1, le=1000)
+    """The largest ``limit`` an event list accepts."""
+    tail_poll_interval: float = Field(default=0.5, gt=0, le=10)
+    """How often a live tail (SSE, ``hookbay tail``) looks for new events."""
