@@ -29,6 +29,7 @@ from hookbay_dashboard.events.routes import router as events_router
 from hookbay_dashboard.replays.routes import router as replays_router
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.tail.routes import router as tail_router
 from hookbay_dashboard.webhooks.routes import router as webhooks_router
 
 log = get_logger("hookbay.dashboard")
@@ -162,7 +163,9 @@ def install_error_handlers(app: FastAPI) -> None:
 def api_router() -> APIRouter:
     """Every ``/api/v1`` route, one router per domain."""
     api = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
-    routers = [auth_router, accounts_router, webhooks_router, events_router, replays_router]
+    routers = [
+        auth_router, accounts_router, webhooks_router, tail_router, events_router, replays_router
+    ]  # fmt: skip
     for router in routers:
         api.include_router(router)
     return api

@@ -1,0 +1,7 @@
+"""``GET /webhooks/{name}/events/stream``: server-sent events of a webhook's new events."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["events"])
