@@ -238,6 +238,23 @@ class TestEventRepository:
         assert [e.id for e in failed] == [e.id for e in expected if made.index(e) % 3 == 0]
         assert await events.list_for_webhook(new_id(IdPrefix.WEBHOOK)) == []
 
+    async def test_recent_for_webhook_oldest_first_since_without_stubs(self, db: Database) -> None:
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        base = create_event().created_at
+        made = [
+            create_event(webhook_id=webhook_id, created_at=base + timedelta(seconds=i))
+            for i in range(5)
+        ]
+        await events.upsert_many(list(reversed(made)))
+        await events.upsert(create_event(created_at=base + timedelta(seconds=2)))
+        await events.apply_attempts([create_attempt(create_event(webhook_id=webhook_id))])
+        recent = await events.recent_for_webhook(webhook_id, made[2].created_at)
+        assert [e.id for e in recent] == [e.id for e in made[2:]]
+        assert recent[0] == made[2]
+        limited = await events.recent_for_webhook(webhook_id, base, limit=2)
+        assert [e.id for e in limited] == [e.id for e in made[:2]]
+
 
 class TestAttemptRepository:
     async def test_upsert_and_list_in_order(self, db: Database) -> None:

@@ -175,6 +175,15 @@ class EventRepository:
         cursor = self._events.find(query).sort([("created_at", -1), ("_id", -1)]).limit(limit)
         return [event_from_document(doc) async for doc in cursor]
 
+    async def recent_for_webhook(
+        self, webhook_id: str, since: datetime, limit: int = 100
+    ) -> list[Event]:
+        """Events of the webhook with ``created_at >= since``, oldest first (``created_at``, then
+        id), at most ``limit``. Status stubs never match: they carry no ``webhook_id``."""
+        query = {"webhook_id": webhook_id, "created_at": {"$gte": since}}
+        cursor = self._events.find(query).sort([("created_at", 1), ("_id", 1)]).limit(limit)
+        return [event_from_document(doc) async for doc in cursor]
+
 
 def attempt_to_document(attempt: Attempt) -> dict[str, Any]:
     doc = attempt.model_dump(mode="python", exclude={"id", "response_headers", "response_body"})
