@@ -41,6 +41,7 @@ SERVICES: list[tuple[str, list[str], str, int]] = [
         "HOOKBAY_RECORDER_METRICS_PORT",
         9102,
     ),
+    ("dashboard-api", [sys.executable, "-m", "hookbay_dashboard"], "HOOKBAY_DASHBOARD_PORT", 8081),
 ]
 
 
@@ -58,6 +59,7 @@ def environment() -> dict[str, str]:
     )
     env.setdefault("HOOKBAY_ALLOW_PRIVATE_DESTINATIONS", "true")  # a local stack forwards locally
     env.setdefault("HOOKBAY_SECRET_KEY", local_secret_key())
+    env.setdefault("HOOKBAY_COOKIE_SECURE", "false")  # the local dashboard is plain http
     return env
 
 
@@ -86,10 +88,11 @@ def banner(env: dict[str, str], demo: dict[str, object]) -> str:
     signature = hmac.new(str(demo["secret"]).encode(), body.encode(), hashlib.sha256).hexdigest()
     token = demo["token"] or "(issued on the first run; `hookbay token create demo` for a new one)"
     started = ", ".join(name for name, *_ in SERVICES) or "none yet"
+    dashboard = f"http://127.0.0.1:{env.get('HOOKBAY_DASHBOARD_PORT', '8081')}"
     return f"""
 hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]}, MongoDB-wire {env["HOOKBAY_MONGO_URL"]}, Redis {env["HOOKBAY_REDIS_URL"]})
 
-  dashboard   http://127.0.0.1:8081/
+  dashboard   {dashboard}/   (API: {dashboard}/api/v1/docs)
   login       {demo["user"]} / {demo["password"]}
   API token   {token}
 
@@ -100,7 +103,8 @@ hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]},
       -d '{body}'
 
   health:     http://127.0.0.1:{env.get("HOOKBAY_INGEST_PORT", "8080")}/readyz  (metrics: /metrics)
-  manage:     .venv/bin/hookbay webhook list demo
+  events:     curl -sS -H 'Authorization: Bearer {demo["token"] or "<token>"}' {dashboard}/api/v1/webhooks/{demo["webhook"]}/events
+  manage:     .venv/bin/hookbay webhook list demo    (.venv/bin/hookbay tail demo {demo["webhook"]})
   stop:       Ctrl-C
 """
 

@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import httpx
 import pytest
 from pymongo import MongoClient
 
@@ -93,6 +94,7 @@ class TestRun:
             "HOOKBAY_PUBLIC_URL": f"http://127.0.0.1:{port}",
             "HOOKBAY_FORWARDER_METRICS_PORT": str(free_port()),
             "HOOKBAY_RECORDER_METRICS_PORT": str(free_port()),
+            "HOOKBAY_DASHBOARD_PORT": str(free_port()),
         }
 
     def test_seeds_demo_prints_next_steps_and_stops_on_sigint(self, env: dict[str, str]) -> None:
@@ -103,7 +105,8 @@ class TestRun:
             output += stop(first)
         assert first.returncode == 0, output
         assert "login       demo / demo-password" in output
-        assert "dashboard   http://127.0.0.1:8081/" in output
+        dashboard = f"http://127.0.0.1:{env['HOOKBAY_DASHBOARD_PORT']}"
+        assert f"dashboard   {dashboard}/" in output
         token = re.search(r"API token   (hbk_\S+)", output)
         assert token is not None, output
         body = '{"order_id": 1234, "status": "paid"}'
@@ -132,6 +135,13 @@ class TestRun:
             assert recorded_status(env["HOOKBAY_MONGO_URL"], str(answer["requestId"])) == "success"
             status, answer = post(url, body.encode(), {"X-Service-Signature": "sha256=00"})
             assert (status, answer["error"]) == (401, "Invalid signature")
+            # the demo login works on the dashboard, which lists the event just sent
+            with httpx.Client(base_url=dashboard, timeout=10) as client:
+                login = client.post(
+                    "/api/v1/auth/login", json={"username": "demo", "password": "demo-password"}
+                )
+                assert login.status_code == 200, login.text
+                assert "HttpOnly" in login.headers["set-cookie"]
         finally:
             output += stop(second)
         assert second.returncode == 0, output
