@@ -5,11 +5,12 @@ Writes are idempotent upserts keyed by the record id, so a message consumed twic
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from pydantic import BaseModel, ConfigDict
 from pymongo import ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
@@ -20,7 +21,7 @@ from hookbay_common.db.documents import (
     headers_from_document,
     headers_to_document,
 )
-from hookbay_common.models import Attempt, Event, EventStatus
+from hookbay_common.models import Attempt, Event, EventStatus, RejectedReason
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,38 @@ class EventCursor:
 
     created_at: datetime
     event_id: str
+
+
+class EventHead(BaseModel):
+    """An event without its request headers and body: what lists show, read with a projection
+    that leaves the (up to 4.5 MB) body in the database."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    request_id: str
+    webhook_id: str
+    username: str
+    webhook_name: str
+    client_ip: str
+    content_type: str | None = None
+    signature_valid: bool | None = None
+    status: EventStatus
+    rejected_reason: RejectedReason | None = None
+    forward_url: str | None = None
+    created_at: datetime
+
+
+_HEAD_PROJECTION: Final = {
+    "request_body": 0,
+    "request_body_encoding": 0,
+    "request_headers": 0,
+    "status_key": 0,
+}
+
+
+def _head_from_document(doc: dict[str, Any]) -> EventHead:
+    return EventHead.model_validate({**doc, "id": doc["_id"]})
 
 
 def event_to_document(event: Event) -> dict[str, Any]:
@@ -183,6 +216,102 @@ class EventRepository:
         query = {"webhook_id": webhook_id, "created_at": {"$gte": since}}
         cursor = self._events.find(query).sort([("created_at", 1), ("_id", 1)]).limit(limit)
         return [event_from_document(doc) async for doc in cursor]
+
+    async def heads_for_webhook(
+        self,
+        webhook_id: str,
+        *,
+        status: EventStatus | None = None,
+        limit: int = 50,
+        after: EventCursor | None = None,
+        request_id: str | None = None,
+    ) -> list[EventHead]:
+        """Newest first (``created_at``, then id, descending), without bodies and headers;
+        ``after`` continues strictly below the last event of the previous page, so events that
+        arrive meanwhile (above it) neither shift nor repeat the rest. ``request_id`` narrows
+        to that one request. Status stubs never match: they carry no ``webhook_id``."""
+        query: dict[str, Any] = {"webhook_id": webhook_id}
+        if status is not None:
+            query["status"] = status.value
+        if request_id is not None:
+            query["request_id"] = request_id
+        if after is not None:
+            query["$or"] = [
+                {"created_at": {"$lt": after.created_at}},
+                {"created_at": after.created_at, "_id": {"$lt": after.event_id}},
+            ]
+        cursor = (
+            self._events.find(query, _HEAD_PROJECTION)
+            .sort([("created_at", -1), ("_id", -1)])
+            .limit(limit)
+        )
+        return [_head_from_document(doc) async for doc in cursor]
+
+    async def recent_heads_for_owner(self, username: str, limit: int = 10) -> list[EventHead]:
+        """The owner's newest events across all their webhooks, without bodies and headers."""
+        cursor = (
+            self._events.find({"username": username}, _HEAD_PROJECTION)
+            .sort([("created_at", -1), ("_id", -1)])
+            .limit(limit)
+        )
+        return [_head_from_document(doc) async for doc in cursor]
+
+    async def count_for_webhook(self, webhook_id: str, status: EventStatus | None = None) -> int:
+        query: dict[str, Any] = {"webhook_id": webhook_id}
+        if status is not None:
+            query["status"] = status.value
+        return await self._events.count_documents(query)
+
+    async def stream_for_webhook(
+        self, webhook_id: str, status: EventStatus | None = None, *, batch_size: int = 500
+    ) -> AsyncGenerator[Event, None]:
+        """Every event of the webhook, oldest first (``created_at``, then id), read through one
+        database cursor ``batch_size`` documents at a time: memory stays constant whatever the
+        count. The cursor is closed when the iteration ends or is abandoned (``aclose``)."""
+        query: dict[str, Any] = {"webhook_id": webhook_id}
+        if status is not None:
+            query["status"] = status.value
+        cursor = (
+            self._events.find(query).sort([("created_at", 1), ("_id", 1)]).batch_size(batch_size)
+        )
+        try:
+            async for doc in cursor:
+                yield event_from_document(doc)
+        finally:
+            await cursor.close()
+
+    async def counts_since(
+        self, username: str, since: datetime
+    ) -> dict[str, dict[EventStatus, int]]:
+        """Per webhook id, the owner's events with ``created_at >= since`` by status; a status
+        without events is absent. One ``$match`` + ``$group`` (FerretDB v1 runs both)."""
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"username": username, "created_at": {"$gte": since}}},
+            {
+                "$group": {
+                    "_id": {"webhook_id": "$webhook_id", "status": "$status"},
+                    "n": {"$sum": 1},
+                }
+            },
+        ]
+        counts: dict[str, dict[EventStatus, int]] = {}
+        async for row in await self._events.aggregate(pipeline):
+            key = row["_id"]
+            counts.setdefault(key["webhook_id"], {})[EventStatus(key["status"])] = row["n"]
+        return counts
+
+    async def last_created_at(self, webhook_id: str) -> datetime | None:
+        """When the webhook's newest event arrived. A sorted find with limit 1, which MongoDB
+        answers from the ``webhook_created`` index (FerretDB v1 has no ``$max`` accumulator)."""
+        cursor = (
+            self._events.find({"webhook_id": webhook_id}, {"created_at": 1})
+            .sort([("created_at", -1), ("_id", -1)])
+            .limit(1)
+        )
+        async for doc in cursor:
+            created_at: datetime = doc["created_at"]
+            return created_at
+        return None
 
 
 def attempt_to_document(attempt: Attempt) -> dict[str, Any]:

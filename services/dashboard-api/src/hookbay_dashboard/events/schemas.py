@@ -1,0 +1,172 @@
+"""Bodies of the event read side: lists, detail, export and the overview.
+
+Bodies are text: ``request_body`` / ``response_body`` hold the UTF-8 text when the bytes are
+valid UTF-8 (``*_encoding: "utf8"``), else their base64 (``"base64"``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hookbay_common.db.events import EventHead
+from hookbay_common.models import (
+    Attempt,
+    AttemptTrigger,
+    BodyEncoding,
+    Event,
+    EventStatus,
+    RejectedReason,
+    body_to_text,
+)
+from hookbay_dashboard.schemas import Timestamp
+
+
+class StatusFilter(StrEnum):
+    """The list filter: ``all`` also shows pending events, the others only their status."""
+
+    ALL = "all"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+    @property
+    def status(self) -> EventStatus | None:
+        """The one status this filter keeps; ``None`` for all."""
+        return None if self is StatusFilter.ALL else EventStatus(self.value)
+
+
+class EventSummary(BaseModel):
+    """An event in a list: no request headers, no body."""
+
+    id: str
+    request_id: str
+    webhook_id: str
+    webhook_name: str
+    created_at: Timestamp
+    status: EventStatus
+    rejected_reason: RejectedReason | None
+    content_type: str | None
+    client_ip: str
+    signature_valid: bool | None = Field(description="null when the webhook has no secret.")
+
+    @classmethod
+    def of(cls, head: EventHead) -> EventSummary:
+        return cls(
+            id=head.id, request_id=head.request_id, webhook_id=head.webhook_id,
+            webhook_name=head.webhook_name, created_at=head.created_at, status=head.status,
+            rejected_reason=head.rejected_reason, content_type=head.content_type,
+            client_ip=head.client_ip, signature_valid=head.signature_valid,
+        )  # fmt: skip
+
+
+class EventPage(BaseModel):
+    items: list[EventSummary]
+    next_cursor: str | None = Field(
+        description="Pass as ?cursor= for the next (older) page; null on the last page."
+    )
+
+
+class EventRead(BaseModel):
+    """Every captured field of an event (spec §2.2) and where it stands; what an export holds."""
+
+    id: str
+    request_id: str
+    webhook_id: str
+    webhook_name: str
+    client_ip: str
+    request_headers: dict[str, str] = Field(description="Lower-case names.")
+    request_body: str
+    request_body_encoding: BodyEncoding
+    content_type: str | None
+    signature_valid: bool | None = Field(description="null when the webhook has no secret.")
+    created_at: Timestamp
+    status: EventStatus
+    rejected_reason: RejectedReason | None
+    forward_url: str | None = Field(
+        description="The destination when the event arrived; null: nothing to deliver."
+    )
+
+    @classmethod
+    def of(cls, event: Event) -> EventRead:
+        return cls(**_event_fields(event))
+
+
+class AttemptRead(BaseModel):
+    """One forward attempt; attempts of one chain (initial + retries, or a replay) share
+    ``chain_id``. ``will_retry`` and ``next_retry_at`` say whether and when the next comes."""
+
+    id: str
+    chain_id: str
+    number: int
+    trigger: AttemptTrigger
+    url: str
+    started_at: Timestamp
+    status_code: int | None = Field(description="null when no response came (see error).")
+    response_headers: dict[str, str]
+    response_body: str
+    response_body_encoding: BodyEncoding
+    response_body_truncated: bool
+    latency_ms: float | None
+    error: str | None
+    will_retry: bool
+    next_retry_at: Timestamp | None
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> AttemptRead:
+        body, encoding = body_to_text(attempt.response_body)
+        return cls(
+            id=attempt.id, chain_id=attempt.chain_id, number=attempt.number,
+            trigger=attempt.trigger, url=attempt.url, started_at=attempt.started_at,
+            status_code=attempt.status_code, response_headers=attempt.response_headers,
+            response_body=body, response_body_encoding=encoding,
+            response_body_truncated=attempt.response_body_truncated,
+            latency_ms=attempt.latency_ms, error=attempt.error, will_retry=attempt.will_retry,
+            next_retry_at=attempt.next_retry_at,
+        )  # fmt: skip
+
+
+class EventDetail(EventRead):
+    """The event with its forward attempts, oldest first."""
+
+    attempts: list[AttemptRead]
+
+    @classmethod
+    def with_attempts(cls, event: Event, attempts: list[Attempt]) -> EventDetail:
+        return cls(**_event_fields(event), attempts=[AttemptRead.of(a) for a in attempts])
+
+
+def _event_fields(event: Event) -> dict[str, Any]:
+    body, encoding = body_to_text(event.body)
+    return dict(
+        id=event.id, request_id=event.request_id, webhook_id=event.webhook_id,
+        webhook_name=event.webhook_name, client_ip=event.client_ip,
+        request_headers=event.request_headers, request_body=body,
+        request_body_encoding=encoding, content_type=event.content_type,
+        signature_valid=event.signature_valid, created_at=event.created_at,
+        status=event.status, rejected_reason=event.rejected_reason,
+        forward_url=event.forward_url,
+    )  # fmt: skip
+
+
+class EventCounts(BaseModel):
+    success: int
+    failed: int
+    pending: int
+    total: int
+
+
+class WebhookOverview(BaseModel):
+    name: str
+    active: bool
+    counts_24h: EventCounts = Field(description="Events that arrived in the last 24 hours.")
+    success_rate_24h: float | None = Field(
+        description="success / (success + failed) over the last 24 hours; null when both are 0."
+    )
+    last_event_at: Timestamp | None
+
+
+class Overview(BaseModel):
+    webhooks: list[WebhookOverview] = Field(description="The owner's webhooks, by name.")
+    recent_events: list[EventSummary] = Field(description="The owner's 10 newest events.")

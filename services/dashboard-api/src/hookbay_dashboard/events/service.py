@@ -1,0 +1,176 @@
+"""The event read side: a webhook's events page by page, one event in full, exports, counts
+and the owner's overview. Another owner's webhook or event is reported exactly like a missing
+one (``WebhookNotFound``, ``EventNotFound``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from datetime import datetime, timedelta
+from typing import Final
+
+from hookbay_common.clock import utcnow
+from hookbay_common.db import AttemptRepository, EventCursor, EventRepository, WebhookRepository
+from hookbay_common.errors import EventNotFound
+from hookbay_common.models import Event, EventStatus, Webhook
+from hookbay_dashboard.events.cursor import decode_cursor, encode_cursor
+from hookbay_dashboard.events.schemas import (
+    EventCounts,
+    EventDetail,
+    EventPage,
+    EventRead,
+    EventSummary,
+    Overview,
+    StatusFilter,
+    WebhookOverview,
+)
+
+OVERVIEW_WINDOW: Final = timedelta(hours=24)
+RECENT_EVENTS: Final = 10
+EXPORT_BATCH: Final = 500
+"""Documents per database round trip of an export."""
+EXPORT_CHUNK_BYTES: Final = 64 * 1024
+"""An export is written in chunks of about this size (or one event, when it is larger)."""
+
+
+class ExportStream:
+    """A webhook's events as one JSON array, produced while the database cursor is read: an
+    async iterable of ``bytes`` chunks, to be iterated once. The cursor opens at the first
+    chunk and closes when the iteration ends or is abandoned."""
+
+    def __init__(self, webhook: Webhook, status: StatusFilter, chunks: AsyncIterator[bytes]):
+        self.webhook = webhook
+        self.status = status
+        self._chunks = chunks
+
+    @property
+    def filename(self) -> str:
+        return f"{self.webhook.name}-events-{self.status.value}.json"
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._chunks
+
+
+class EventService:
+    def __init__(
+        self,
+        events: EventRepository,
+        attempts: AttemptRepository,
+        webhooks: WebhookRepository,
+        *,
+        cursor_key: bytes,
+    ) -> None:
+        self._events = events
+        self._attempts = attempts
+        self._webhooks = webhooks
+        self._cursor_key = cursor_key
+
+    async def page(
+        self,
+        username: str,
+        webhook_name: str,
+        *,
+        status: StatusFilter = StatusFilter.ALL,
+        limit: int = 50,
+        cursor: str | None = None,
+        request_id: str | None = None,
+    ) -> EventPage:
+        """Up to ``limit`` of the webhook's events, newest first, and the cursor of the next
+        (older) page when there is one. Events arriving between pages land above the cursor,
+        so the pages of the original events neither repeat nor skip one. ``request_id`` looks
+        up that one request instead (0 or 1 item, no next page; ``cursor`` is then ignored).
+        ``InvalidCursor`` for a cursor this list did not issue (other webhook or filter)."""
+        webhook = await self._webhooks.require(username, webhook_name)
+        if request_id is not None:
+            heads = await self._events.heads_for_webhook(
+                webhook.id, status=status.status, limit=1, request_id=request_id
+            )
+            return EventPage(items=[EventSummary.of(h) for h in heads], next_cursor=None)
+        after = None
+        if cursor is not None:
+            after = decode_cursor(self._cursor_key, cursor, webhook.id, status.value)
+        heads = await self._events.heads_for_webhook(
+            webhook.id, status=status.status, limit=limit + 1, after=after
+        )
+        next_cursor = None
+        if len(heads) > limit:
+            last = heads[limit - 1]
+            position = EventCursor(last.created_at, last.id)
+            next_cursor = encode_cursor(self._cursor_key, webhook.id, status.value, position)
+        return EventPage(items=[EventSummary.of(h) for h in heads[:limit]], next_cursor=next_cursor)
+
+    async def detail(self, username: str, event_id: str) -> EventDetail:
+        """The event with every attempt, oldest first."""
+        event = await self._owned_event(username, event_id)
+        return EventDetail.with_attempts(event, await self._attempts.list_for_event(event.id))
+
+    async def open_export(
+        self, username: str, webhook_name: str, status: StatusFilter
+    ) -> ExportStream:
+        """Check the webhook (``WebhookNotFound`` here, before any byte is sent), then return
+        the stream of its events matching ``status``, oldest first, each shaped like
+        ``EventRead`` — the detail without attempts: attempts per event would make an export
+        one query per event."""
+        webhook = await self._webhooks.require(username, webhook_name)
+        events = self._events.stream_for_webhook(webhook.id, status.status, batch_size=EXPORT_BATCH)
+        return ExportStream(webhook, status, _json_array(events))
+
+    async def count(self, username: str, webhook_name: str, status: StatusFilter) -> int:
+        """How many events an export with ``status`` holds right now."""
+        webhook = await self._webhooks.require(username, webhook_name)
+        return await self._events.count_for_webhook(webhook.id, status.status)
+
+    async def overview(self, username: str) -> Overview:
+        """Per webhook (by name): the last 24 hours' counts and success rate, and when its
+        newest event arrived; plus the owner's newest events across webhooks."""
+        webhooks = await self._webhooks.list_for_owner(username)
+        counts = await self._events.counts_since(username, utcnow() - OVERVIEW_WINDOW)
+        rows = []
+        for webhook in webhooks:
+            by_status = counts.get(webhook.id, {})
+            last = await self._events.last_created_at(webhook.id)
+            rows.append(_webhook_overview(webhook, by_status, last))
+        recent = await self._events.recent_heads_for_owner(username, RECENT_EVENTS)
+        return Overview(webhooks=rows, recent_events=[EventSummary.of(h) for h in recent])
+
+    async def _owned_event(self, username: str, event_id: str) -> Event:
+        event = await self._events.get(event_id)
+        if event is None or event.username != username:
+            raise EventNotFound(event_id)
+        return event
+
+
+def _webhook_overview(
+    webhook: Webhook, by_status: dict[EventStatus, int], last: datetime | None
+) -> WebhookOverview:
+    success = by_status.get(EventStatus.SUCCESS, 0)
+    failed = by_status.get(EventStatus.FAILED, 0)
+    pending = by_status.get(EventStatus.PENDING, 0)
+    decided = success + failed
+    return WebhookOverview(
+        name=webhook.name,
+        active=webhook.active,
+        counts_24h=EventCounts(
+            success=success, failed=failed, pending=pending, total=success + failed + pending
+        ),
+        success_rate_24h=success / decided if decided else None,
+        last_event_at=last,
+    )
+
+
+async def _json_array(events: AsyncGenerator[Event, None]) -> AsyncIterator[bytes]:
+    """``[e1,e2,...]`` in chunks of about ``EXPORT_CHUNK_BYTES``; holds one chunk at a time."""
+    buffer = bytearray(b"[")
+    first = True
+    try:
+        async for event in events:
+            if not first:
+                buffer += b","
+            first = False
+            buffer += EventRead.of(event).model_dump_json().encode()
+            if len(buffer) >= EXPORT_CHUNK_BYTES:
+                yield bytes(buffer)
+                buffer.clear()
+    finally:
+        await events.aclose()
+    buffer += b"]"
+    yield bytes(buffer)
