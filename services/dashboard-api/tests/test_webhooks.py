@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ class TestCreate:
             True, "********", None,
         )  # fmt: skip
         assert hook["forward_url"] == "http://127.0.0.1:9/in"
-        assert hook["created_at"].endswith("Z")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", hook["created_at"])
         assert "s3cret-value" not in response.text
 
     async def test_a_generated_secret_is_shown_once(self, dashboard: Dashboard) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hookbay_common.models import ApiToken, Role, User
+from hookbay_dashboard.schemas import Timestamp
 
 
 class TokenCreate(BaseModel):
@@ -19,8 +19,8 @@ class TokenCreate(BaseModel):
 class TokenRead(BaseModel):
     id: str
     name: str
-    created_at: datetime
-    last_used_at: datetime | None
+    created_at: Timestamp
+    last_used_at: Timestamp | None
 
     @classmethod
     def of(cls, token: ApiToken) -> TokenRead:
@@ -39,7 +39,7 @@ class UserRead(BaseModel):
     plan: str
     role: Role
     has_password: bool
-    created_at: datetime
+    created_at: Timestamp
 
     @classmethod
     def of(cls, user: User) -> UserRead:

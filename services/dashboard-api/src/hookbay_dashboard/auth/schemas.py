@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from hookbay_common.models import User
+from hookbay_dashboard.schemas import Timestamp
 
 
 class LoginRequest(BaseModel):
@@ -20,7 +19,7 @@ class Me(BaseModel):
     username: str
     plan: str
     role: str
-    created_at: datetime
+    created_at: Timestamp
     csrf_token: str | None = Field(
         default=None,
         description="Send as X-CSRF-Token on state-changing requests made with the session "

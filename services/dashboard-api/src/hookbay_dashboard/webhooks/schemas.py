@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -10,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hookbay_common.models import Webhook
 from hookbay_common.names import WEBHOOK_NAME_MAX
 from hookbay_common.netguard import MAX_URL_LENGTH
+from hookbay_dashboard.schemas import Timestamp
 
 SECRET_MASK = "********"  # noqa: S105 - what a set secret reads as
 
@@ -22,8 +22,8 @@ class WebhookRead(BaseModel):
     active: bool
     secret: str | None = Field(description=f"{SECRET_MASK!r} when a secret is set, else null.")
     forward_url: str | None
-    created_at: datetime
-    updated_at: datetime
+    created_at: Timestamp
+    updated_at: Timestamp
 
     @classmethod
     def of(cls, webhook: Webhook, public_url: str) -> WebhookRead:
