@@ -16,6 +16,8 @@ from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBea
 from hookbay_common.errors import AdminRequired, CsrfRejected, NotAuthenticated
 from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.auth.service import AuthService, Principal
+from hookbay_dashboard.events.cursor import cursor_key
+from hookbay_dashboard.events.service import EventService
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.webhooks.service import WebhookService
@@ -104,3 +106,13 @@ def get_webhooks(runtime: RuntimeDep) -> WebhookService:
 
 
 WebhooksDep = Annotated[WebhookService, Depends(get_webhooks)]
+
+
+def get_events(runtime: RuntimeDep) -> EventService:
+    return EventService(
+        runtime.events, runtime.attempts, runtime.webhooks,
+        cursor_key=cursor_key(runtime.settings.secret_key.get_secret_value()),
+    )  # fmt: skip
+
+
+EventsDep = Annotated[EventService, Depends(get_events)]

@@ -1,7 +1,121 @@
-"""``/webhooks/{name}/events...``, ``/events/{event_id}...`` and ``/overview``."""
+"""``/webhooks/{name}/events...``, ``/events/{event_id}...`` and ``/overview``: the caller's
+events. Another owner's webhook or event answers 404 exactly like a missing one."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response, StreamingResponse
+
+from hookbay_dashboard.deps import CurrentUser, EventsDep, SettingsDep
+from hookbay_dashboard.events.schemas import EventDetail, EventPage, Overview, StatusFilter
 
 router = APIRouter(tags=["events"])
+
+_EXPORT_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {"$ref": "#/components/schemas/EventRead"},
+}
+
+
+def page_limit(
+    settings: SettingsDep,
+    limit: Annotated[
+        int, Query(ge=1, description="Events per page, 1 to events_page_max (100 by default).")
+    ] = 50,
+) -> int:
+    """``limit``, refused like any other invalid parameter (422) above ``events_page_max``,
+    which is a setting and so cannot sit in the static ``Query`` bounds."""
+    maximum = settings.events_page_max
+    if limit > maximum:
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("query", "limit"),
+                    "msg": f"Input should be less than or equal to {maximum}",
+                    "type": "less_than_equal",
+                    "input": limit,
+                    "ctx": {"le": maximum},
+                }
+            ]
+        )
+    return limit
+
+
+def _attachment(filename: str) -> dict[str, str]:
+    return {"Content-Disposition": f'attachment; filename="{filename}"'}
+
+
+@router.get("/webhooks/{name}/events", response_model=EventPage)
+async def list_events(
+    name: str,
+    principal: CurrentUser,
+    events: EventsDep,
+    limit: Annotated[int, Depends(page_limit)],
+    status: StatusFilter = StatusFilter.ALL,
+    cursor: Annotated[
+        str | None, Query(description="next_cursor of the previous page, unchanged.")
+    ] = None,
+    request_id: Annotated[
+        str | None, Query(description="Only the event of this request (req_...).")
+    ] = None,
+) -> EventPage:
+    """The webhook's events, newest first, one page at a time. ``all`` includes pending
+    events. A cursor is valid only for the webhook and status filter that issued it (else 400
+    ``Invalid cursor``); events arriving while paging appear above it, never in later pages."""
+    return await events.page(
+        principal.username, name, status=status, limit=limit, cursor=cursor,
+        request_id=request_id,
+    )  # fmt: skip
+
+
+@router.get(
+    "/webhooks/{name}/events/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/json": {"schema": _EXPORT_SCHEMA}}}},
+)
+async def export_events(
+    name: str, principal: CurrentUser, events: EventsDep, status: StatusFilter = StatusFilter.ALL
+) -> StreamingResponse:
+    """Every event of the webhook matching ``status``, oldest first, streamed as one JSON array
+    of ``EventRead`` (the detail without attempts) as a download. Any size: the server holds
+    one chunk at a time."""
+    stream = await events.open_export(principal.username, name, status)
+    return StreamingResponse(
+        stream, media_type="application/json", headers=_attachment(stream.filename)
+    )
+
+
+@router.get("/events/{event_id}", response_model=EventDetail)
+async def get_event(event_id: str, principal: CurrentUser, events: EventsDep) -> EventDetail:
+    """The captured request, its status and every forward attempt, oldest first."""
+    return await events.detail(principal.username, event_id)
+
+
+@router.get(
+    "/events/{event_id}/export",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/EventDetail"}}
+            }
+        }
+    },
+)
+async def export_event(event_id: str, principal: CurrentUser, events: EventsDep) -> Response:
+    """``GET /events/{event_id}`` as a download named ``<event_id>.json``."""
+    detail = await events.detail(principal.username, event_id)
+    return Response(
+        detail.model_dump_json(), media_type="application/json",
+        headers=_attachment(f"{detail.id}.json"),
+    )  # fmt: skip
+
+
+@router.get("/overview", response_model=Overview)
+async def overview(principal: CurrentUser, events: EventsDep) -> Overview:
+    """Per webhook: the last 24 hours' counts and success rate, and its newest event's time;
+    and the caller's 10 newest events."""
+    return await events.overview(principal.username)

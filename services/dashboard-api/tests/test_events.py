@@ -1,0 +1,494 @@
+"""The events read side of the dashboard API: lists with signed cursors, detail, exports and
+the overview, on the real stack. Events are stored through the repositories."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import tracemalloc
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from hookbay_common.clock import isoformat, utcnow
+from hookbay_common.db.events import event_to_document
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
+from hookbay_dashboard.deps import get_events
+from hookbay_dashboard.events.schemas import StatusFilter
+from hookbay_dashboard.settings import DashboardSettings
+from tests.support.dashboard import Dashboard, Owner, serve_dashboard
+from tests.support.factories import create_attempt, create_event, create_webhook
+
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+SUMMARY_FIELDS = {
+    "id", "request_id", "webhook_id", "webhook_name", "created_at", "status",
+    "rejected_reason", "content_type", "client_ip", "signature_valid",
+}  # fmt: skip
+
+
+async def hook_of(dashboard: Dashboard, owner: Owner, **overrides: Any) -> Webhook:
+    webhook = create_webhook(username=owner.username, **overrides)
+    return await dashboard.runtime.webhooks.create(webhook)
+
+
+async def store(
+    dashboard: Dashboard,
+    webhook: Webhook,
+    statuses: Sequence[EventStatus],
+    *,
+    start: datetime | None = None,
+    step: timedelta = timedelta(milliseconds=10),
+) -> list[Event]:
+    """Events of ``webhook`` with ``statuses``, ``step`` apart from ``start`` (oldest first)."""
+    start = start or utcnow() - timedelta(hours=1)
+    made = [
+        create_event(
+            webhook_id=webhook.id,
+            webhook_name=webhook.name,
+            username=webhook.username,
+            created_at=start + step * i,
+            status=status,
+        )
+        for i, status in enumerate(statuses)
+    ]
+    events = dashboard.runtime.events
+    await events.upsert_many(made)
+    for event in made:
+        if event.status is not event.initial_status:
+            await events.set_status(event.id, event.status)
+    return made
+
+
+def newest_first(events: Sequence[Event]) -> list[str]:
+    return [e.id for e in sorted(events, key=lambda e: (e.created_at, e.id), reverse=True)]
+
+
+async def page(owner: Owner, name: str, **params: Any) -> dict[str, Any]:
+    response = await owner.client.get(f"/api/v1/webhooks/{name}/events", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def ids(items: list[dict[str, Any]]) -> list[str]:
+    return [item["id"] for item in items]
+
+
+def flip(text: str, at: int) -> str:
+    return text[:at] + ("B" if text[at] == "A" else "A") + text[at + 1 :]
+
+
+S, F, P = EventStatus.SUCCESS, EventStatus.FAILED, EventStatus.PENDING
+
+
+class TestList:
+    async def test_newest_first_without_bodies(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        made = await store(dashboard, hook, [S, F, P, S])
+        body = await page(owner, hook.name)
+        assert ids(body["items"]) == newest_first(made)
+        assert body["next_cursor"] is None
+        first = body["items"][0]
+        assert set(first) == SUMMARY_FIELDS
+        newest = made[-1]
+        assert first["request_id"] == newest.request_id
+        assert first["webhook_name"] == hook.name
+        assert first["created_at"] == isoformat(newest.created_at)
+        assert TIMESTAMP.match(first["created_at"])
+
+    async def test_filters_keep_pending_under_all_only(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        made = await store(dashboard, hook, [S, F, P, S, F, P])
+        for status, kept in [("all", {S, F, P}), ("success", {S}), ("failed", {F})]:
+            body = await page(owner, hook.name, status=status)
+            assert ids(body["items"]) == newest_first([e for e in made if e.status in kept])
+            assert {item["status"] for item in body["items"]} == {s.value for s in kept}
+
+    async def test_rejected_event_shows_its_reason(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        event = create_event(
+            webhook_id=hook.id, webhook_name=hook.name, username=owner.username,
+            signature_valid=False, rejected_reason=RejectedReason.INVALID_SIGNATURE,
+        )  # fmt: skip
+        await dashboard.runtime.events.upsert(event)
+        [item] = (await page(owner, hook.name, status="failed"))["items"]
+        assert (item["rejected_reason"], item["signature_valid"]) == ("invalid_signature", False)
+
+    async def test_page_size_bounds(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S, S, S])
+        for limit in (0, 101):
+            response = await owner.client.get(
+                f"/api/v1/webhooks/{hook.name}/events", params={"limit": limit}
+            )
+            assert response.status_code == 422
+            body = response.json()
+            assert body["error"] == "Invalid request"
+            assert body["message"].startswith("query.limit: Input should be")
+            assert body["detail"][0]["loc"] == ["query", "limit"]
+        assert len((await page(owner, hook.name, limit=100))["items"]) == 3
+        assert len((await page(owner, hook.name, limit=1))["items"]) == 1
+
+    async def test_unknown_status_is_422(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        response = await owner.client.get(
+            f"/api/v1/webhooks/{hook.name}/events", params={"status": "pending"}
+        )
+        assert response.status_code == 422
+        assert response.json()["message"].startswith("query.status:")
+
+    async def test_pages_stay_exact_while_events_arrive(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        # Pairs share a created_at, so the id breaks the tie across page boundaries.
+        original = await store(dashboard, hook, [S, F] * 6, step=timedelta(milliseconds=5))
+        original += await store(
+            dashboard, hook, [S] * 5, start=original[-1].created_at, step=timedelta(0)
+        )
+        seen: list[str] = []
+        cursor = None
+        for _ in range(20):
+            params = {"limit": 4} | ({"cursor": cursor} if cursor else {})
+            body = await page(owner, hook.name, **params)
+            seen += ids(body["items"])
+            await store(dashboard, hook, [S, P], start=utcnow())  # newer than any page
+            cursor = body["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == newest_first(original)
+
+    async def test_filtered_pages_continue_within_the_filter(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        made = await store(dashboard, hook, [S, F, F, S, F, P, F])
+        first = await page(owner, hook.name, status="failed", limit=3)
+        rest = await page(owner, hook.name, status="failed", cursor=first["next_cursor"])
+        assert ids(first["items"]) + ids(rest["items"]) == newest_first(
+            [e for e in made if e.status is F]
+        )
+        assert rest["next_cursor"] is None
+
+    async def test_tampered_cursor_is_400(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S, S, S])
+        cursor = (await page(owner, hook.name, limit=1))["next_cursor"]
+        assert cursor
+        payload, _signature = cursor.split(".")
+        for bad in [
+            flip(cursor, 5), flip(cursor, len(payload) - 1), flip(cursor, len(cursor) - 1),
+            payload, "garbage", "", "a.b", cursor + "x",
+        ]:  # fmt: skip
+            response = await owner.client.get(
+                f"/api/v1/webhooks/{hook.name}/events", params={"cursor": bad}
+            )
+            assert response.status_code == 400, bad
+            assert response.json()["error"] == "Invalid cursor"
+
+    async def test_cursor_of_another_list_is_400(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook, other = await hook_of(dashboard, owner), await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S, S, S])
+        cursor = (await page(owner, hook.name, limit=1))["next_cursor"]
+        for name, status in [(other.name, "all"), (hook.name, "success")]:
+            response = await owner.client.get(
+                f"/api/v1/webhooks/{name}/events", params={"cursor": cursor, "status": status}
+            )
+            assert response.status_code == 400
+            assert "start again without a cursor" in response.json()["message"]
+
+    async def test_lookup_by_request_id(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook, other = await hook_of(dashboard, owner), await hook_of(dashboard, owner)
+        made = await store(dashboard, hook, [S, F, S])
+        [elsewhere] = await store(dashboard, other, [S])
+        found = await page(owner, hook.name, request_id=made[1].request_id)
+        assert (ids(found["items"]), found["next_cursor"]) == ([made[1].id], None)
+        for request_id, status in [
+            (elsewhere.request_id, "all"), (made[1].request_id, "success"),
+            (new_id(IdPrefix.REQUEST), "all"),
+        ]:  # fmt: skip
+            none = await page(owner, hook.name, request_id=request_id, status=status)
+            assert none["items"] == []
+
+    async def test_another_owners_webhook_is_404(self, dashboard: Dashboard) -> None:
+        owner, stranger = await dashboard.owner(), await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S])
+        for who, name in [(stranger, hook.name), (owner, "missing")]:
+            response = await who.client.get(f"/api/v1/webhooks/{name}/events")
+            assert response.status_code == 404
+            assert response.json()["error"] == "Webhook not found"
+
+
+class TestDetail:
+    async def test_every_field_and_the_attempts(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner, forward_url="http://127.0.0.1:9/in")
+        headers = {"content-type": "application/octet-stream", "x.dotted": "1", "$x": "2"}
+        event = create_event(
+            webhook_id=hook.id, webhook_name=hook.name, username=owner.username,
+            body=b"\xff\xfe\x00raw", request_headers=headers,
+            content_type="application/octet-stream", forward_url="http://127.0.0.1:9/in",
+        )  # fmt: skip
+        await dashboard.runtime.events.upsert(event)
+        started = event.created_at + timedelta(milliseconds=5)
+        failed = create_attempt(
+            event, status_code=503, response_body=b"busy", will_retry=True,
+            next_retry_at=started + timedelta(seconds=1), latency_ms=12.5, started_at=started,
+        )  # fmt: skip
+        retried = create_attempt(
+            event, chain_id=failed.chain_id, number=2, trigger=AttemptTrigger.RETRY,
+            status_code=200, response_body=b"\x80ok", response_body_truncated=True,
+            started_at=started + timedelta(seconds=1),
+        )  # fmt: skip
+        await dashboard.runtime.attempts.upsert_many([retried, failed])
+        await dashboard.runtime.events.apply_attempts([failed, retried])
+
+        response = await owner.client.get(f"/api/v1/events/{event.id}")
+        assert response.status_code == 200
+        body = response.json()
+        attempts = body.pop("attempts")
+        assert body == {
+            "id": event.id, "request_id": event.request_id, "webhook_id": hook.id,
+            "webhook_name": hook.name, "client_ip": event.client_ip,
+            "request_headers": headers, "request_body": base64.b64encode(event.body).decode(),
+            "request_body_encoding": "base64", "content_type": "application/octet-stream",
+            "signature_valid": None, "created_at": isoformat(event.created_at),
+            "status": "success", "rejected_reason": None, "forward_url": "http://127.0.0.1:9/in",
+        }  # fmt: skip
+        assert [a["id"] for a in attempts] == [failed.id, retried.id]
+        first, second = attempts
+        assert first == {
+            "id": failed.id, "chain_id": failed.chain_id, "number": 1, "trigger": "initial",
+            "url": failed.url, "started_at": isoformat(started), "status_code": 503,
+            "response_headers": {"content-type": "text/plain"}, "response_body": "busy",
+            "response_body_encoding": "utf8", "response_body_truncated": False,
+            "latency_ms": 12.5, "error": None, "will_retry": True,
+            "next_retry_at": isoformat(started + timedelta(seconds=1)),
+        }  # fmt: skip
+        assert (second["trigger"], second["number"], second["will_retry"]) == ("retry", 2, False)
+        assert second["next_retry_at"] is None
+        assert (second["response_body"], second["response_body_encoding"]) == ("gG9r", "base64")
+        assert second["response_body_truncated"] is True
+
+    async def test_utf8_body_and_no_attempts(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        [event] = await store(dashboard, hook, [S])
+        body = (await owner.client.get(f"/api/v1/events/{event.id}")).json()
+        assert (body["request_body"], body["request_body_encoding"]) == ('{"ok": true}', "utf8")
+        assert body["attempts"] == []
+
+    async def test_another_owners_missing_or_stub_event_is_404(self, dashboard: Dashboard) -> None:
+        owner, stranger = await dashboard.owner(), await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        [event] = await store(dashboard, hook, [S])
+        stub_only = create_event(username=owner.username)
+        await dashboard.runtime.events.apply_attempts([create_attempt(stub_only)])
+        for who, event_id in [
+            (stranger, event.id), (owner, new_id(IdPrefix.EVENT)), (owner, stub_only.id)
+        ]:  # fmt: skip
+            for path in [f"/api/v1/events/{event_id}", f"/api/v1/events/{event_id}/export"]:
+                response = await who.client.get(path)
+                assert response.status_code == 404, path
+                assert response.json() == {
+                    "error": "Event not found", "message": f"no event {event_id!r}",
+                    "eventId": event_id,
+                }  # fmt: skip
+
+    async def test_single_export_is_the_detail_as_a_download(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        [event] = await store(dashboard, hook, [F])
+        await dashboard.runtime.attempts.upsert(create_attempt(event, status_code=400))
+        detail = await owner.client.get(f"/api/v1/events/{event.id}")
+        export = await owner.client.get(f"/api/v1/events/{event.id}/export")
+        assert export.status_code == 200
+        assert export.headers["content-type"] == "application/json"
+        assert export.headers["content-disposition"] == f'attachment; filename="{event.id}.json"'
+        assert export.json() == detail.json()
+        assert len(export.json()["attempts"]) == 1
+
+
+class TestWebhookExport:
+    async def test_streams_the_filtered_events_oldest_first(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook, other = await hook_of(dashboard, owner), await hook_of(dashboard, owner)
+        made = await store(dashboard, hook, [S, F, P, F, S, F])
+        await store(dashboard, other, [F])
+        for status, kept in [("failed", {F}), ("all", {S, F, P})]:
+            async with owner.client.stream(
+                "GET", f"/api/v1/webhooks/{hook.name}/events/export", params={"status": status}
+            ) as response:
+                assert response.status_code == 200
+                assert response.headers["content-type"] == "application/json"
+                assert response.headers["content-disposition"] == (
+                    f'attachment; filename="{hook.name}-events-{status}.json"'
+                )
+                raw = await response.aread()
+            exported = json.loads(raw)
+            assert [e["id"] for e in exported] == [e.id for e in made if e.status in kept]
+        first = exported[0]
+        assert "attempts" not in first
+        assert (first["request_body"], first["request_headers"]) == (
+            made[0].body.decode(), made[0].request_headers,
+        )  # fmt: skip
+        assert first["created_at"] == isoformat(made[0].created_at)
+
+    async def test_an_empty_export_is_an_empty_array(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        response = await owner.client.get(f"/api/v1/webhooks/{hook.name}/events/export")
+        assert (response.status_code, response.json()) == (200, [])
+
+    async def test_another_owners_webhook_is_404_before_the_stream(
+        self, dashboard: Dashboard
+    ) -> None:
+        owner, stranger = await dashboard.owner(), await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S])
+        for who, name in [(stranger, hook.name), (owner, "missing")]:
+            response = await who.client.get(f"/api/v1/webhooks/{name}/events/export")
+            assert response.status_code == 404
+            assert response.json()["error"] == "Webhook not found"
+            assert "content-disposition" not in response.headers
+
+    async def test_service_count_matches_the_export(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S, F, P, F])
+        service = get_events(dashboard.runtime)
+        counts = [await service.count(owner.username, hook.name, s) for s in StatusFilter]
+        assert counts == [4, 1, 2]
+
+
+EXPORT_SIZE = 100_000
+
+
+@pytest.fixture
+async def big_dashboard(
+    dashboard_settings: DashboardSettings,
+) -> AsyncIterator[tuple[Dashboard, Any]]:
+    """A dashboard on a database of its own: FerretDB scans a whole collection per query, so
+    100k events here would slow every other test down."""
+    name = f"hookbay_export_{uuid.uuid4().hex[:8]}"
+    base = dashboard_settings.mongo_url.rsplit("/", 1)[0]
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(base, tz_aware=True)
+    try:
+        async with serve_dashboard(
+            dashboard_settings.model_copy(update={"mongo_url": f"{base}/{name}"})
+        ) as served:
+            yield served, mongo[name]
+    finally:
+        await mongo.drop_database(name)
+        await mongo.close()
+
+
+class TestLargeExport:
+    async def test_100k_events_stream_in_order(self, big_dashboard: tuple[Dashboard, Any]) -> None:
+        dashboard, raw_db = big_dashboard
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        start = utcnow() - timedelta(days=1)
+        expected: list[str] = []
+        for chunk in range(0, EXPORT_SIZE, 1000):
+            docs = []
+            for i in range(chunk, chunk + 1000):
+                event = create_event(
+                    webhook_id=hook.id, webhook_name=hook.name, username=owner.username,
+                    created_at=start + timedelta(milliseconds=i), request_headers={},
+                    body=b"x", forward_url=None, status=EventStatus.SUCCESS,
+                )  # fmt: skip
+                expected.append(event.id)
+                docs.append(event_to_document(event))
+            await raw_db.events.insert_many(docs)
+
+        received = 0
+        order_ok = True
+        previous = ""
+        tail = b""
+        pattern = re.compile(rb'\{"id":"(evt_[^"]+)"')
+        size = 0
+        tracemalloc.start()  # the server runs in this process too
+        async with owner.client.stream(
+            "GET", f"/api/v1/webhooks/{hook.name}/events/export", timeout=300
+        ) as response:
+            assert response.status_code == 200
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                data = tail + chunk
+                last_end = 0
+                for match in pattern.finditer(data):
+                    event_id = match.group(1).decode()
+                    order_ok = order_ok and expected[received : received + 1] == [event_id]
+                    previous = event_id
+                    received += 1
+                    last_end = match.end()
+                tail = data[max(last_end, len(data) - 64) :]
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert received == EXPORT_SIZE
+        assert peak < size / 4, (peak, size)  # nothing held the whole export
+        assert order_ok
+        assert previous == expected[-1]
+        assert tail.endswith(b"]")
+
+
+class TestOverview:
+    async def test_figures_per_webhook_and_recent_events(self, dashboard: Dashboard) -> None:
+        owner, stranger = await dashboard.owner(), await dashboard.owner()
+        busy = await hook_of(dashboard, owner, name="busy")
+        quiet = await hook_of(dashboard, owner, name="quiet")
+        idle = await hook_of(dashboard, owner, name="idle", active=False)
+        now = utcnow()
+        old = await store(dashboard, busy, [F, F], start=now - timedelta(hours=30))
+        recent = await store(dashboard, busy, [S, S, S, F, P], start=now - timedelta(hours=2))
+        quiet_events = await store(dashboard, quiet, [P], start=now - timedelta(hours=25))
+        await store(dashboard, await hook_of(dashboard, stranger), [S, S])
+
+        response = await owner.client.get("/api/v1/overview")
+        assert response.status_code == 200
+        body = response.json()
+        assert body["webhooks"] == [
+            {
+                "name": "busy", "active": True,
+                "counts_24h": {"success": 3, "failed": 1, "pending": 1, "total": 5},
+                "success_rate_24h": 0.75, "last_event_at": isoformat(recent[-1].created_at),
+            },
+            {
+                "name": "idle", "active": False,
+                "counts_24h": {"success": 0, "failed": 0, "pending": 0, "total": 0},
+                "success_rate_24h": None, "last_event_at": None,
+            },
+            {
+                "name": "quiet", "active": True,
+                "counts_24h": {"success": 0, "failed": 0, "pending": 0, "total": 0},
+                "success_rate_24h": None,
+                "last_event_at": isoformat(quiet_events[-1].created_at),
+            },
+        ]  # fmt: skip
+        mine = [*old, *recent, *quiet_events]
+        assert ids(body["recent_events"]) == newest_first(mine)[:10]
+        assert set(body["recent_events"][0]) == SUMMARY_FIELDS
+        assert idle.id not in {e["webhook_id"] for e in body["recent_events"]}
+
+    async def test_recent_events_stop_at_ten(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        made = await store(dashboard, hook, [S] * 12)
+        body = (await owner.client.get("/api/v1/overview")).json()
+        assert ids(body["recent_events"]) == newest_first(made)[:10]
+        [row] = body["webhooks"]
+        assert (row["counts_24h"]["total"], row["success_rate_24h"]) == (12, 1.0)
