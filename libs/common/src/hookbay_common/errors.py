@@ -169,3 +169,40 @@ class InvalidCursor(InvalidRequest):
         super().__init__(
             f"the cursor is not one this list returned ({reason}); start again without a cursor"
         )
+
+
+class NothingToDeliverTo(Conflict):
+    """A replay asked for while the webhook has no destination (deleted, or no forward URL)."""
+
+    error = "Nothing to deliver to"
+
+
+class EventRejected(Conflict):
+    """A replay of an event refused by its signature check: such events are never forwarded."""
+
+    error = "Event was rejected"
+
+    def __init__(self, event_id: str, reason: str) -> None:
+        super().__init__(
+            f"event {event_id!r} was rejected ({reason}) and is never forwarded",
+            eventId=event_id,
+            rejectedReason=reason,
+        )
+
+
+class ReplayJobNotFound(NotFound):
+    error = "Replay job not found"
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"no replay job {job_id!r}", jobId=job_id)
+
+
+class ReplayAlreadyRunning(Conflict):
+    error = "Replay already running"
+
+    def __init__(self, webhook_name: str, job_id: str) -> None:
+        super().__init__(
+            f"a replay of webhook {webhook_name!r}'s failed events is already running ({job_id})",
+            webhookName=webhook_name,
+            jobId=job_id,
+        )

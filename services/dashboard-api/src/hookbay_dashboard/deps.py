@@ -18,6 +18,7 @@ from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.auth.service import AuthService, Principal
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.service import EventService
+from hookbay_dashboard.replays.service import ReplayService
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.webhooks.service import WebhookService
@@ -116,3 +117,13 @@ def get_events(runtime: RuntimeDep) -> EventService:
 
 
 EventsDep = Annotated[EventService, Depends(get_events)]
+
+
+def get_replays(runtime: RuntimeDep) -> ReplayService:
+    return ReplayService(
+        runtime.events, runtime.webhooks, runtime.replay_jobs, runtime.replay_runner.publisher,
+        runner=runtime.replay_runner,
+    )  # fmt: skip
+
+
+ReplaysDep = Annotated[ReplayService, Depends(get_replays)]

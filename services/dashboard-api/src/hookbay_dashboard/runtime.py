@@ -14,6 +14,7 @@ from pymongo.errors import PyMongoError
 from hookbay_common.db import (
     AttemptRepository,
     EventRepository,
+    ReplayJobRepository,
     SessionRepository,
     TokenRepository,
     UserRepository,
@@ -26,6 +27,7 @@ from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
+from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
 from hookbay_dashboard.settings import DashboardSettings
 
 log = get_logger("hookbay.dashboard")
@@ -61,6 +63,11 @@ class Runtime:
             settings.kafka_bootstrap, client_id="hookbay-dashboard"
         )
         self._connect_task = asyncio.create_task(self._connect_producer(), name="kafka-connect")
+        self.replay_jobs = ReplayJobRepository(self.db)
+        self.replay_runner = ReplayJobRunner(
+            self.replay_jobs, self.webhooks, ReplayPublisher(self.require_kafka, settings.topics)
+        )
+        self.replay_runner.start()  # bulk replays: this replica's jobs, and orphans it adopts
 
     async def _connect_producer(self) -> None:
         while True:
@@ -96,6 +103,7 @@ class Runtime:
         return True
 
     async def stop(self) -> None:
+        await self.replay_runner.stop()  # first: its jobs' leases are released through Mongo
         if self._connect_task is not None:
             self._connect_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

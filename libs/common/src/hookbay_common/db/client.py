@@ -17,6 +17,7 @@ class Collections:
     ATTEMPTS: Final = "attempts"
     API_TOKENS: Final = "api_tokens"
     SESSIONS: Final = "sessions"
+    REPLAY_JOBS: Final = "replay_jobs"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {
@@ -49,6 +50,10 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
     ],
     Collections.ATTEMPTS: [
         IndexModel([("event_id", ASCENDING), ("started_at", ASCENDING)], name="event_started"),
+    ],
+    Collections.REPLAY_JOBS: [
+        IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),
+        IndexModel([("webhook_id", ASCENDING), ("status", ASCENDING)], name="webhook_status"),
     ],
 }
 

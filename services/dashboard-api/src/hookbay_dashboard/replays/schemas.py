@@ -1,0 +1,42 @@
+"""Bodies of the replay endpoints."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from hookbay_common.db import ReplayJob, ReplayJobStatus
+from hookbay_dashboard.schemas import Timestamp
+
+
+class ReplayAccepted(BaseModel):
+    """A replay durably queued on Kafka; its attempts carry ``chain_id`` and trigger
+    ``replay`` and show up under the event as the forwarder makes them."""
+
+    event_id: str
+    chain_id: str
+    url: str = Field(description="The destination the replay goes to: the webhook's current one.")
+
+
+class ReplayJobRead(BaseModel):
+    id: str
+    webhook_name: str
+    status: ReplayJobStatus = Field(description="running, then done (or failed, with error).")
+    total: int = Field(
+        description="Failed events of the webhook received before the job started, counted then."
+    )
+    published: int = Field(
+        description="Events queued for replay so far. Statuses read page by page, so it may end "
+        "below total (an event replayed on its own meanwhile) or above (an event failed since). "
+        "At-least-once: after a replica died mid-page, that page's events are delivered twice."
+    )
+    created_at: Timestamp
+    finished_at: Timestamp | None
+    error: str | None = Field(description="Why the job failed (e.g. the webhook was deleted).")
+
+    @classmethod
+    def of(cls, job: ReplayJob) -> ReplayJobRead:
+        return cls(
+            id=job.id, webhook_name=job.webhook_name, status=job.status, total=job.total,
+            published=job.published, created_at=job.created_at, finished_at=job.finished_at,
+            error=job.error,
+        )  # fmt: skip
