@@ -1,5 +1,5 @@
-"""Real ``python -m hookbay_forwarder`` processes (forwarder or recorder) for tests, and a
-deadline-bound poll for conditions they bring about."""
+"""Real service processes for tests — ``python -m hookbay_forwarder forwarder|recorder`` and
+``python -m hookbay_dashboard`` — and a deadline-bound poll for conditions they bring about."""
 
 from __future__ import annotations
 
@@ -19,10 +19,15 @@ import httpx
 from tests.support.net import free_port
 from tests.support.waiting import until
 
-COMMAND = [sys.executable, "-m", "hookbay_forwarder"]
-PORT_VARIABLES = {
-    "forwarder": "HOOKBAY_FORWARDER_METRICS_PORT",
-    "recorder": "HOOKBAY_RECORDER_METRICS_PORT",
+COMMANDS = {
+    "forwarder": [sys.executable, "-m", "hookbay_forwarder", "forwarder"],
+    "recorder": [sys.executable, "-m", "hookbay_forwarder", "recorder"],
+    "dashboard": [sys.executable, "-m", "hookbay_dashboard"],
+}
+LISTEN_VARIABLES = {  # (port, host) of what answers /healthz, /readyz and /metrics
+    "forwarder": ("HOOKBAY_FORWARDER_METRICS_PORT", "HOOKBAY_OPS_HOST"),
+    "recorder": ("HOOKBAY_RECORDER_METRICS_PORT", "HOOKBAY_OPS_HOST"),
+    "dashboard": ("HOOKBAY_DASHBOARD_PORT", "HOOKBAY_DASHBOARD_HOST"),
 }
 
 
@@ -90,15 +95,15 @@ class ServiceProcess:
 async def service_process(
     role: str, env: dict[str, str], log_path: Path, *, ready: bool = True
 ) -> AsyncIterator[ServiceProcess]:
-    """``python -m hookbay_forwarder <role>`` with ``env`` and its ops endpoints on a free
+    """The ``role``'s process (see ``COMMANDS``) with ``env`` and its HTTP endpoints on a free
     loopback port; yielded once ``/readyz`` answers 200 (or, with ``ready=False``, once
     ``/healthz`` does). Killed on exit unless the test ended it."""
     port = free_port()
+    port_variable, host_variable = LISTEN_VARIABLES[role]
     with log_path.open("ab") as log:
         proc = await asyncio.create_subprocess_exec(
-            *COMMAND, role,
-            env={**os.environ, **env, PORT_VARIABLES[role]: str(port),
-                 "HOOKBAY_OPS_HOST": "127.0.0.1"},
+            *COMMANDS[role],
+            env={**os.environ, **env, port_variable: str(port), host_variable: "127.0.0.1"},
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
     process = ServiceProcess(role, proc, f"http://127.0.0.1:{port}", log_path)

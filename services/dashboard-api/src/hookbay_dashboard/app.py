@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Mount, Route
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
 
@@ -106,11 +106,14 @@ class _RequestContext:
 
 
 def _route_template(scope: Scope) -> str:
-    route = scope.get("route")
-    if isinstance(route, Route | Mount):
-        return route.path
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "unmatched"
+    """The matched route's path template (``/api/v1/webhooks/{name}``); ``unmatched`` for none.
+    FastAPI keeps an included router's routes without the prefix it was included under."""
+    path = getattr(scope.get("route"), "path", None)
+    if not isinstance(path, str):
+        return "unmatched"
+    if scope["path"].startswith(API_PREFIX + "/") and not path.startswith(API_PREFIX):
+        return API_PREFIX + path
+    return path
 
 
 def _error(exc: HookbayError) -> JSONResponse:
