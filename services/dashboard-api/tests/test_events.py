@@ -4,6 +4,7 @@ the overview, on the real stack. Events are stored through the repositories."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import tracemalloc
@@ -16,10 +17,12 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from hookbay_common.clock import isoformat, utcnow
-from hookbay_common.db.events import event_to_document
+from hookbay_common.db.events import EventCursor, event_to_document
+from hookbay_common.errors import InvalidCursor
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
 from hookbay_dashboard.deps import get_events
+from hookbay_dashboard.events.cursor import cursor_key, decode_cursor, encode_cursor
 from hookbay_dashboard.events.schemas import StatusFilter
 from hookbay_dashboard.settings import DashboardSettings
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
@@ -85,6 +88,29 @@ def flip(text: str, at: int) -> str:
 
 
 S, F, P = EventStatus.SUCCESS, EventStatus.FAILED, EventStatus.PENDING
+
+
+class TestCursor:
+    KEY = cursor_key("one secret key of at least thirty-two chars")
+
+    def test_round_trip_is_exact_to_the_millisecond(self) -> None:
+        position = EventCursor(utcnow(), new_id(IdPrefix.EVENT))
+        token = encode_cursor(self.KEY, "wh_1", "all", position)
+        assert decode_cursor(self.KEY, token, "wh_1", "all") == position
+
+    def test_another_key_or_list_is_refused(self) -> None:
+        token = encode_cursor(self.KEY, "wh_1", "all", EventCursor(utcnow(), "evt_1"))
+        other_key = cursor_key("another secret key of thirty-two chars")
+        for key, webhook_id, status in [
+            (other_key, "wh_1", "all"), (self.KEY, "wh_2", "all"), (self.KEY, "wh_1", "failed"),
+        ]:  # fmt: skip
+            with pytest.raises(InvalidCursor):
+                decode_cursor(key, token, webhook_id, status)
+
+    def test_the_key_is_bound_to_cursors(self) -> None:
+        secret = "one secret key of at least thirty-two chars"
+        assert cursor_key(secret) != hashlib.sha256(secret.encode()).digest()
+        assert len(cursor_key(secret)) == 32
 
 
 class TestList:

@@ -14,7 +14,7 @@ import binascii
 import hashlib
 import hmac
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from hookbay_common.db.events import EventCursor
@@ -22,6 +22,7 @@ from hookbay_common.errors import InvalidCursor
 
 VERSION: Final = 1
 _KEY_LABEL: Final = b"hookbay/event-cursor/v1\0"
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def cursor_key(secret_key: str) -> bytes:
@@ -31,7 +32,10 @@ def cursor_key(secret_key: str) -> bytes:
 
 
 def encode_cursor(key: bytes, webhook_id: str, status: str, position: EventCursor) -> str:
-    millis = round(position.created_at.timestamp() * 1000)
+    created_at = position.created_at
+    if created_at.tzinfo is None:
+        created_at = created_at.replace(tzinfo=UTC)
+    millis = (created_at - _EPOCH) // timedelta(milliseconds=1)
     payload = {"v": VERSION, "w": webhook_id, "s": status, "t": millis, "i": position.event_id}
     body = _b64encode(json.dumps(payload, separators=(",", ":")).encode())
     return f"{body}.{_b64encode(_sign(key, body))}"
@@ -56,8 +60,8 @@ def decode_cursor(key: bytes, token: str, webhook_id: str, status: str) -> Event
     if type(millis) is not int or not isinstance(event_id, str):
         raise InvalidCursor("malformed")
     try:
-        created_at = datetime.fromtimestamp(millis / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
+        created_at = _EPOCH + timedelta(milliseconds=millis)  # exact, unlike a float
+    except OverflowError:
         raise InvalidCursor("malformed") from None
     return EventCursor(created_at, event_id)
 

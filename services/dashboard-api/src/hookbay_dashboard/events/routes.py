@@ -3,21 +3,22 @@ events. Another owner's webhook or event answers 404 exactly like a missing one.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
 
 from hookbay_dashboard.deps import CurrentUser, EventsDep, SettingsDep
-from hookbay_dashboard.events.schemas import EventDetail, EventPage, Overview, StatusFilter
+from hookbay_dashboard.events.schemas import (
+    EventDetail,
+    EventPage,
+    EventRead,
+    Overview,
+    StatusFilter,
+)
 
 router = APIRouter(tags=["events"])
-
-_EXPORT_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {"$ref": "#/components/schemas/EventRead"},
-}
 
 
 def page_limit(
@@ -74,7 +75,7 @@ async def list_events(
 @router.get(
     "/webhooks/{name}/events/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {"application/json": {"schema": _EXPORT_SCHEMA}}}},
+    responses={200: {"model": list[EventRead], "description": "A JSON array, as a download."}},
 )
 async def export_events(
     name: str, principal: CurrentUser, events: EventsDep, status: StatusFilter = StatusFilter.ALL
@@ -97,13 +98,7 @@ async def get_event(event_id: str, principal: CurrentUser, events: EventsDep) ->
 @router.get(
     "/events/{event_id}/export",
     response_class=Response,
-    responses={
-        200: {
-            "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/EventDetail"}}
-            }
-        }
-    },
+    responses={200: {"model": EventDetail, "description": "The detail, as a download."}},
 )
 async def export_event(event_id: str, principal: CurrentUser, events: EventsDep) -> Response:
     """``GET /events/{event_id}`` as a download named ``<event_id>.json``."""

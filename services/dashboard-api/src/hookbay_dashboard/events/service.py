@@ -10,7 +10,7 @@ from typing import Final
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db import AttemptRepository, EventCursor, EventRepository, WebhookRepository
-from hookbay_common.errors import EventNotFound
+from hookbay_common.errors import EventNotFound, InvalidRequest
 from hookbay_common.models import Event, EventStatus, Webhook
 from hookbay_dashboard.events.cursor import decode_cursor, encode_cursor
 from hookbay_dashboard.events.schemas import (
@@ -35,7 +35,11 @@ EXPORT_CHUNK_BYTES: Final = 64 * 1024
 class ExportStream:
     """A webhook's events as one JSON array, produced while the database cursor is read: an
     async iterable of ``bytes`` chunks, to be iterated once. The cursor opens at the first
-    chunk and closes when the iteration ends or is abandoned."""
+    chunk and closes when the iteration ends or is abandoned.
+
+    The JSON is compact (no spaces between tokens) and every element is an ``EventRead``
+    object whose first key is ``id``: each event begins with ``[{"id":`` or ``,{"id":``, which
+    lets a reader count events as chunks pass without parsing them."""
 
     def __init__(self, webhook: Webhook, status: StatusFilter, chunks: AsyncIterator[bytes]):
         self.webhook = webhook
@@ -79,6 +83,8 @@ class EventService:
         so the pages of the original events neither repeat nor skip one. ``request_id`` looks
         up that one request instead (0 or 1 item, no next page; ``cursor`` is then ignored).
         ``InvalidCursor`` for a cursor this list did not issue (other webhook or filter)."""
+        if limit < 1:
+            raise InvalidRequest(f"limit must be at least 1, not {limit}")
         webhook = await self._webhooks.require(username, webhook_name)
         if request_id is not None:
             heads = await self._events.heads_for_webhook(
