@@ -288,9 +288,10 @@ class TestBulkReplay:
         owner = await stack.dashboard.owner()
         hook = await stack.webhook(owner, stack.receiver.url())
         await stack.store(hook, [EventStatus.FAILED])
-        abandoned = a_job(stack, hook, total=1)
+        deleted = await owner.client.delete(f"/api/v1/webhooks/{hook.name}")
+        assert deleted.status_code == 204
+        abandoned = a_job(stack, hook, total=1)  # orphaned while its webhook was being deleted
         await ReplayJobRepository(stack.db).create(abandoned)
-        await owner.client.delete(f"/api/v1/webhooks/{hook.name}")
 
         done = await job_until_done(owner, hook.name, abandoned.id)
 
@@ -305,9 +306,10 @@ class TestBulkReplay:
             runtime.replay_jobs, runtime.webhooks,
             ReplayPublisher(runtime.require_kafka, runtime.settings.topics),
         )  # fmt: skip
-        held = a_job(
-            stack, hook, lease_owner=runner.owner, lease_until=utcnow() + timedelta(hours=1)
-        )
+        held = a_job(  # of another namespace: no runner of this test claims it once released
+            stack, hook, namespace=unique_name("ns"), lease_owner=runner.owner,
+            lease_until=utcnow() + timedelta(hours=1),
+        )  # fmt: skip
         await runtime.replay_jobs.create(held)
         await runner.stop()  # never started: only the leases it holds end
         stored = await runtime.replay_jobs.get(held.id)
