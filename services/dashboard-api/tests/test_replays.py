@@ -22,12 +22,13 @@ from hookbay_common.db import (
     ReplayJobRepository,
     WebhookRepository,
 )
+from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.app import create_app
-from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher, new_job_id
+from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_forwarder.app import Forwarder, Recorder
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
@@ -123,7 +124,7 @@ def a_job(stack: Stack, webhook: Webhook, **overrides: Any) -> ReplayJob:
     """A job document as a replica that died would have left it: its lease over."""
     now = utcnow()
     fields: dict[str, Any] = {
-        "id": new_job_id(), "username": webhook.username, "webhook_id": webhook.id,
+        "id": new_id(IdPrefix.REPLAY_JOB), "username": webhook.username, "webhook_id": webhook.id,
         "webhook_name": webhook.name, "namespace": stack.namespace, "total": 0,
         "created_at": now, "lease_owner": "dead-replica", "lease_until": now - timedelta(seconds=1),
     }  # fmt: skip

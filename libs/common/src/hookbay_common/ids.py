@@ -14,6 +14,7 @@ class IdPrefix(StrEnum):
     ATTEMPT = "att"
     TOKEN = "tok"  # noqa: S105 - an id prefix
     CHAIN = "chn"
+    REPLAY_JOB = "rpj"
 
 
 def new_id(prefix: IdPrefix) -> str:

@@ -65,8 +65,10 @@ class Runtime:
         self._connect_task = asyncio.create_task(self._connect_producer(), name="kafka-connect")
         self.replay_jobs = ReplayJobRepository(self.db)
         self.replay_runner = ReplayJobRunner(
-            self.replay_jobs, self.webhooks, ReplayPublisher(self.require_kafka, settings.topics)
-        )
+            self.replay_jobs, self.webhooks, ReplayPublisher(self.require_kafka, settings.topics),
+            poll_interval=settings.replay_poll_interval, lease=settings.replay_lease,
+            page_size=settings.replay_page_size,
+        )  # fmt: skip
         self.replay_runner.start()  # bulk replays: this replica's jobs, and orphans it adopts
 
     async def _connect_producer(self) -> None:
@@ -84,7 +86,11 @@ class Runtime:
     def require_kafka(self) -> AIOKafkaProducer:
         """The producer, or ``ServiceUnavailable`` while the broker is unreachable."""
         if not self.kafka_connected.is_set():
-            raise ServiceUnavailable("Kafka is unreachable; try again shortly", retryAfter=5)
+            unavailable = ServiceUnavailable(
+                "Kafka is unreachable; try again shortly", retryAfter=5
+            )
+            unavailable.headers["Retry-After"] = "5"
+            raise unavailable
         return self.producer
 
     async def checks(self) -> dict[str, bool]:

@@ -23,3 +23,10 @@ class DashboardSettings(Settings):
     """The largest ``limit`` an event list accepts."""
     tail_poll_interval: float = Field(default=0.5, gt=0, le=10)
     """How often a live tail (SSE, ``hookbay tail``) looks for new events."""
+    replay_poll_interval: float = Field(default=5.0, gt=0, le=300)
+    """How often each replica looks for bulk replay jobs to run or adopt."""
+    replay_lease: float = Field(default=30.0, ge=1, le=3600)
+    """Seconds a replica holds a bulk replay job without renewing; a job whose lease lapsed
+    (its replica died) is adopted by the next replica that polls."""
+    replay_page_size: int = Field(default=100, ge=1, le=1000)
+    """Events a bulk replay publishes between two progress updates."""

@@ -111,11 +111,6 @@ def _destination(webhook: Webhook) -> str:
     return webhook.forward_url
 
 
-def new_job_id() -> str:
-    """``rpj_`` + the time-sortable suffix ids share (``hookbay_common.ids``)."""
-    return "rpj_" + new_id(IdPrefix.EVENT).partition("_")[2]
-
-
 class ReplayService:
     """Replays for owners (``username``) and for the operator's CLI (``username=None``).
 
@@ -179,7 +174,7 @@ class ReplayService:
         runner = self._runner
         job = await self._jobs.create(
             ReplayJob(
-                id=new_job_id(), username=username, webhook_id=webhook.id,
+                id=new_id(IdPrefix.REPLAY_JOB), username=username, webhook_id=webhook.id,
                 webhook_name=webhook.name, namespace=self._publisher.topics.namespace,
                 total=await self._jobs.count_failed(webhook.id, before=now), created_at=now,
                 lease_owner=runner.owner if runner else None,

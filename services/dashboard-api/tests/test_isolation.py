@@ -1,0 +1,98 @@
+"""Tenant isolation as a matrix: every operation of the OpenAPI document that names a resource,
+called by another owner with the first owner's resource, answers 404 and changes nothing.
+
+The operations come from the served OpenAPI document, so an endpoint added later is in the
+matrix without anyone remembering to add it (and a new kind of path parameter fails the test
+until it is given a foreign value below)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from hookbay_common.models import EventStatus
+from tests.support.dashboard import Dashboard, Owner
+from tests.support.factories import create_event
+
+PARAMETER = re.compile(r"\{(\w+)\}")
+ADMIN_PREFIX = "/api/v1/admin/"
+
+
+@dataclass
+class Victim:
+    owner: Owner
+    values: dict[str, str]
+    """A path parameter's name → the victim's resource."""
+
+
+async def _victim(dashboard: Dashboard) -> Victim:
+    owner = await dashboard.owner()
+    response = await owner.client.post(
+        "/api/v1/webhooks", json={"name": "orders", "forward_url": "http://127.0.0.1:9/in"}
+    )
+    hook = response.json()
+    event = create_event(
+        username=owner.username, webhook_id=hook["id"], webhook_name="orders",
+        status=EventStatus.FAILED, forward_url="http://127.0.0.1:9/in",
+    )  # fmt: skip
+    await dashboard.runtime.events.upsert(event)
+    token = (await owner.client.post("/api/v1/tokens", json={"name": "victim"})).json()
+    values = {"name": "orders", "event_id": event.id, "token_id": token["id"]}
+    job = await owner.client.post("/api/v1/webhooks/orders/events/replay", json={})
+    if job.status_code == 202:
+        values["job_id"] = job.json()["id"]
+    return Victim(owner, values)
+
+
+async def _operations(dashboard: Dashboard) -> list[tuple[str, str]]:
+    async with dashboard.client() as client:
+        document = (await client.get("/api/v1/openapi.json")).json()
+    return [
+        (method.upper(), path)
+        for path, item in document["paths"].items()
+        for method in item
+        if PARAMETER.search(path) and not path.startswith(ADMIN_PREFIX)
+    ]
+
+
+async def _call(owner: Owner, method: str, path: str) -> int:
+    body: dict[str, Any] | None = {} if method in {"POST", "PATCH", "PUT"} else None
+    async with owner.client.stream(method, path, json=body) as response:
+        return response.status_code  # streams (SSE, exports) are not read: the status decides
+
+
+class TestIsolation:
+    async def test_every_operation_answers_404_to_another_owner(self, dashboard: Dashboard) -> None:
+        victim = await _victim(dashboard)
+        intruder = await dashboard.owner()
+        operations = await _operations(dashboard)
+        assert len(operations) >= 14, operations
+        answers = {}
+        for method, path in operations:
+            names = PARAMETER.findall(path)
+            missing = [n for n in names if n not in victim.values]
+            assert not missing, f"{method} {path}: no foreign value for {missing}"
+            concrete = PARAMETER.sub(lambda m: victim.values[m.group(1)], path)
+            answers[f"{method} {path}"] = await _call(intruder, method, concrete)
+        wrong = {operation: status for operation, status in answers.items() if status != 404}
+        assert not wrong, wrong
+
+        # and nothing of the victim's changed
+        hook = (await victim.owner.client.get("/api/v1/webhooks/orders")).json()
+        assert (hook["active"], hook["forward_url"]) == (True, "http://127.0.0.1:9/in")
+        tokens = (await victim.owner.client.get("/api/v1/tokens")).json()
+        assert victim.values["token_id"] in {t["id"] for t in tokens}
+        assert await dashboard.runtime.events.get(victim.values["event_id"]) is not None
+
+    @pytest.mark.parametrize("path", ["/api/v1/webhooks", "/api/v1/tokens", "/api/v1/me"])
+    async def test_lists_show_only_the_callers_own(self, dashboard: Dashboard, path: str) -> None:
+        victim = await _victim(dashboard)
+        intruder = await dashboard.owner()
+        response = await intruder.client.get(path)
+        assert response.status_code == 200
+        for value in [victim.owner.username, *victim.values.values()]:
+            if value != "orders":
+                assert value not in response.text, (path, value)
