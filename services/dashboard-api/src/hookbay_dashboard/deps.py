@@ -21,6 +21,7 @@ from hookbay_dashboard.events.service import EventService
 from hookbay_dashboard.replays.service import ReplayService
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.tail.service import TailService
 from hookbay_dashboard.webhooks.service import WebhookService
 
 SESSION_COOKIE = "hookbay_session"
@@ -107,6 +108,15 @@ def get_webhooks(runtime: RuntimeDep) -> WebhookService:
 
 
 WebhooksDep = Annotated[WebhookService, Depends(get_webhooks)]
+
+
+def get_tail(runtime: RuntimeDep) -> TailService:
+    return TailService(
+        runtime.webhooks, runtime.events, poll_interval=runtime.settings.tail_poll_interval
+    )
+
+
+TailDep = Annotated[TailService, Depends(get_tail)]
 
 
 def get_events(runtime: RuntimeDep) -> EventService:

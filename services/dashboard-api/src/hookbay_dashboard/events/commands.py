@@ -1,8 +1,77 @@
-"""``hookbay events list|replay|export`` and ``hookbay tail``: events from the command line."""
+"""``hookbay events list|replay|export`` and ``hookbay tail``: events from the command line.
+
+Like the other ``hookbay`` commands they work on the database directly (``CliState.run``), with
+the owners' services: the same rules, errors and output shapes as the dashboard API.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, Final, TypeVar
+
 import click
+import structlog
+from aiokafka import AIOKafkaProducer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
+from hookbay_common.clock import isoformat
+from hookbay_common.db import (
+    AttemptRepository,
+    EventRepository,
+    ReplayJobRepository,
+    WebhookRepository,
+)
+from hookbay_common.kafka import create_producer
+from hookbay_common.models import Event
+from hookbay_dashboard.events.cursor import cursor_key
+from hookbay_dashboard.events.schemas import EventPage, StatusFilter
+from hookbay_dashboard.events.service import EventService, ExportStream
+from hookbay_dashboard.replays.schemas import ReplayAccepted
+from hookbay_dashboard.replays.service import ReplayPublisher, ReplayService
+from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.tail.service import TailService, summarize
+
+T = TypeVar("T")
+LIST_MAX: Final = 1000
+"""The largest ``--limit`` (the API's own cap is ``HOOKBAY_EVENTS_PAGE_MAX``)."""
+
+status_option = click.option(
+    "--status",
+    type=click.Choice([s.value for s in StatusFilter]),
+    default=StatusFilter.ALL.value,
+    show_default=True,
+    help="Only events with this status (all also shows pending ones).",
+)
+
+
+def _run(state: CliState, work: Callable[[Runtime], Awaitable[T]]) -> T:
+    """``state.run(work)`` with the services' logs held back: they are for operators of the
+    server (and structlog, unconfigured in a command, prints to stdout), while a command's
+    output is its result, or one error line from the shell."""
+    saved = structlog.get_config()
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+    try:
+        return state.run(work)
+    finally:
+        structlog.configure(**saved)
+
+
+def _event_service(rt: Runtime) -> EventService:
+    return EventService(
+        EventRepository(rt.db), AttemptRepository(rt.db), WebhookRepository(rt.db, rt.box),
+        cursor_key=cursor_key(rt.settings.secret_key.get_secret_value()),
+    )  # fmt: skip
 
 
 @click.group()
@@ -10,6 +79,217 @@ def events() -> None:
     """A webhook's events: list, replay, export."""
 
 
+@events.command("list")
+@click.argument("username")
+@click.argument("name")
+@status_option
+@click.option("--limit", type=click.IntRange(1, LIST_MAX), default=50, show_default=True)
+@click.option("--cursor", default=None, help="next_cursor of the previous page.")
+@json_option
+@pass_state
+def events_list(
+    state: CliState, username: str, name: str, status: str, limit: int, cursor: str | None
+) -> None:
+    """List the events of USERNAME's webhook NAME, newest first, a page at a time."""
+
+    async def work(rt: Runtime) -> EventPage:
+        return await _event_service(rt).page(
+            username, name, status=StatusFilter(status), limit=limit, cursor=cursor
+        )
+
+    page = _run(state, work)
+
+    def human(console: Console) -> None:
+        columns = ("TIME", "ID", "REQUEST ID", "STATUS", "CONTENT TYPE")
+        rows = [
+            (isoformat(e.created_at), e.id, e.request_id, e.status.value, e.content_type)
+            for e in page.items
+        ]
+        _widen(console, columns, rows)
+        table(console, columns, rows)
+        if page.next_cursor is not None:
+            console.print(f"more: --cursor {page.next_cursor}")
+
+    state.emit(page.model_dump(mode="json"), human=human)
+
+
+def _widen(console: Console, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Make room for the whole table: ids are copied from it, so rich must not shorten them
+    to the terminal's (or a pipe's 80 columns') width; a narrow terminal wraps the lines."""
+    cells = [columns, *([("-" if c is None else str(c)) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    console.width = max(console.width, sum(widths) + 2 * (len(widths) - 1))
+
+
+@events.command("replay")
+@click.argument("event_id")
+@json_option
+@pass_state
+def events_replay(state: CliState, event_id: str) -> None:
+    """Deliver event EVENT_ID again, to its webhook's current forward URL (a new attempt chain,
+    queued on Kafka; the forwarder makes the attempts)."""
+
+    async def work(rt: Runtime) -> ReplayAccepted:
+        async with _started_producer(rt) as producer:
+            replays = ReplayService(
+                EventRepository(rt.db), WebhookRepository(rt.db, rt.box),
+                ReplayJobRepository(rt.db), ReplayPublisher(lambda: producer, rt.settings.topics),
+            )  # fmt: skip
+            return await replays.replay_event(event_id, username=None)
+
+    accepted = _run(state, work)
+    state.emit(
+        accepted.model_dump(mode="json"),
+        human=lambda c: c.print(
+            f"queued replay of {accepted.event_id} to {accepted.url} (chain {accepted.chain_id})"
+        ),
+    )
+
+
+@contextlib.asynccontextmanager
+async def _started_producer(rt: Runtime) -> AsyncIterator[AIOKafkaProducer]:
+    producer = create_producer(rt.settings.kafka_bootstrap, client_id="hookbay-cli")
+    try:
+        await producer.start()
+        yield producer
+    finally:
+        await producer.stop()
+
+
+@events.command("export")
+@click.argument("username")
+@click.argument("name")
+@status_option
+@click.option(
+    "--output", "-o",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Write to this file (replaced only once the export is complete) instead of stdout.",
+)  # fmt: skip
+@json_option
+@pass_state
+def events_export(
+    state: CliState, username: str, name: str, status: str, output: Path | None
+) -> None:
+    """Write the events of USERNAME's webhook NAME as one JSON array, oldest first, each event
+    with its headers and body (as in the dashboard's export). With --output and a terminal on
+    stderr, a progress bar shows there; with --output and --json, a summary on stdout."""
+    show_progress = output is not None and sys.stderr.isatty()
+
+    async def work(rt: Runtime) -> tuple[int, int]:
+        service = _event_service(rt)
+        stream = await service.open_export(username, name, StatusFilter(status))
+        if output is None:
+            return await _copy(stream, sys.stdout.buffer, None)
+        total = await service.count(username, name, StatusFilter(status)) if show_progress else 0
+        with _progress(show_progress, total) as progress, _replacing(output) as sink:
+            return await _copy(stream, sink, progress)
+
+    written, size = _run(state, work)
+    if output is not None and state.json:
+        state.emit({"output": str(output), "events": written, "bytes": size}, human=_silent)
+
+
+def _silent(_: Console) -> None:
+    return None
+
+
+class _EventCount:
+    """Counts the events in an export's chunks as they pass, for the progress bar.
+
+    Each element of the array is an ``EventRead`` object that opens with ``{"id":``, right
+    after the array's ``[`` or a ``,``; inside the objects that sequence cannot occur (quotes
+    within strings are escaped, and the one nested object, the headers, follows a ``:``). A
+    match split across two chunks is found through the previous chunk's tail."""
+
+    _MARKS: Final = (b'[{"id":', b',{"id":')
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> int:
+        """Record ``chunk``; the number of events that began in it. The kept tail is shorter
+        than a mark, so a match found here always reaches into ``chunk``: none counts twice."""
+        window = self._tail + chunk
+        found = sum(window.count(mark) for mark in self._MARKS)
+        self._tail = window[-(len(self._MARKS[0]) - 1) :]
+        self.count += found
+        return found
+
+
+async def _copy(
+    stream: ExportStream, sink: IO[bytes], progress: Progress | None
+) -> tuple[int, int]:
+    """Write every chunk of ``stream`` to ``sink``; (events, bytes) written."""
+    counter = _EventCount()
+    size = 0
+    async for chunk in stream:
+        sink.write(chunk)
+        size += len(chunk)
+        advanced = counter.feed(chunk)
+        if progress is not None:
+            progress.advance(progress.task_ids[0], advanced)
+    sink.flush()
+    return counter.count, size
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, total: int) -> Iterator[Progress | None]:
+    if not enabled:
+        yield None
+        return
+    progress = Progress(
+        TextColumn("exporting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=False,
+    )  # fmt: skip
+    progress.add_task("export", total=total or None)
+    with progress:
+        yield progress
+
+
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[IO[bytes]]:
+    """A file that becomes ``path`` only when the block completes; a failed export leaves an
+    existing ``path`` as it was and no partial file behind."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with partial.open("wb") as sink:
+            yield sink
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 @click.command()
-def tail() -> None:
-    """Follow new events of a webhook live."""
+@click.argument("username")
+@click.argument("name")
+@json_option
+@pass_state
+def tail(state: CliState, username: str, name: str) -> None:
+    """Follow new events of USERNAME's webhook NAME live: one line per event as it is recorded
+    (with --json, one JSON object per line), until Ctrl-C."""
+    poll_interval = DashboardSettings().tail_poll_interval  # type: ignore[call-arg]
+
+    async def work(rt: Runtime) -> None:
+        tails = TailService(
+            WebhookRepository(rt.db, rt.box), EventRepository(rt.db), poll_interval=poll_interval
+        )
+        followed = await tails.follow(username, name)
+        click.echo(f"following {username}/{name}; Ctrl-C to stop", err=True)
+        async for event in followed:
+            click.echo(_tail_line(event, as_json=state.json))
+
+    # Ctrl-C is how a tail ends: asyncio.run cancels the work (closing the database client)
+    # and re-raises the interrupt, which is a normal exit here.
+    with contextlib.suppress(KeyboardInterrupt):
+        _run(state, work)
+
+
+def _tail_line(event: Event, *, as_json: bool) -> str:
+    view: dict[str, Any] = summarize(event).model_dump(mode="json")
+    if as_json:
+        return json.dumps(view, separators=(",", ":"))
+    cells = [view["created_at"], view["id"], view["request_id"], view["status"]]
+    cells += [view["content_type"] or "-", view["client_ip"]]
+    return "  ".join(cells)

@@ -1,0 +1,356 @@
+"""The live tail: ``TailService`` on the real database, and ``GET /webhooks/{name}/events/stream``
+served by real uvicorn servers (one replica, two replicas, a server shutting down, the real
+process receiving SIGTERM)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hookbay_common.clock import isoformat, utcnow
+from hookbay_common.db import EventRepository, WebhookRepository
+from hookbay_common.db.client import Database
+from hookbay_common.errors import WebhookNotFound
+from hookbay_common.models import Event, EventStatus
+from hookbay_common.secrets_box import SecretBox
+from hookbay_dashboard.tail import routes as tail_routes
+from hookbay_dashboard.tail.service import TailService
+from tests.support.dashboard import Dashboard, Owner, serve_dashboard
+from tests.support.factories import TEST_SECRET_KEY, create_event, create_webhook
+from tests.support.processes import service_process
+from tests.support.waiting import until
+
+POLL = 0.05
+
+
+@dataclass
+class Hook:
+    """A webhook of ``owner`` and a way to record its events as the recorder would."""
+
+    owner: Owner
+    id: str
+    name: str
+    events: EventRepository
+
+    @property
+    def stream_path(self) -> str:
+        return f"/api/v1/webhooks/{self.name}/events/stream"
+
+    async def record(self, **overrides: Any) -> Event:
+        event = create_event(
+            webhook_id=self.id, username=self.owner.username, webhook_name=self.name, **overrides
+        )
+        await self.events.upsert(event)
+        return event
+
+
+@pytest.fixture
+async def hook(dashboard: Dashboard) -> Hook:
+    owner = await dashboard.owner()
+    response = await owner.client.post("/api/v1/webhooks", json={"name": "orders"})
+    assert response.status_code == 201, response.text
+    return Hook(owner, response.json()["id"], "orders", dashboard.runtime.events)
+
+
+@dataclass
+class SseStream:
+    """The messages of one open text/event-stream, parsed as a browser's EventSource would."""
+
+    response: httpx.Response
+    messages: list[dict[str, str]] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    ended: bool = False
+
+    def __post_init__(self) -> None:
+        self._lines = self.response.aiter_lines()
+        self._current: dict[str, str] = {}
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The data of every ``event: event`` message so far."""
+        return [json.loads(m["data"]) for m in self.messages if m.get("event") == "event"]
+
+    @property
+    def ids(self) -> list[str]:
+        return [e["id"] for e in self.events]
+
+    async def read_until(self, done: Any, timeout: float = 15) -> None:
+        """Read lines until ``done(self)`` holds or the stream ends."""
+        async with asyncio.timeout(timeout):
+            while not done(self):
+                try:
+                    line = await anext(self._lines)
+                except StopAsyncIteration:
+                    self.ended = True
+                    return
+                self._feed(line)
+
+    def _feed(self, line: str) -> None:
+        if not line:
+            if self._current:
+                self.messages.append(self._current)
+            self._current = {}
+        elif line.startswith(":"):
+            self.comments.append(line[1:].strip())
+        else:
+            name, _, value = line.partition(":")
+            self._current[name] = value.removeprefix(" ")
+
+
+@contextlib.asynccontextmanager
+async def open_stream(
+    client: httpx.AsyncClient, path: str, **headers: str
+) -> AsyncIterator[SseStream]:
+    async with client.stream("GET", path, headers=headers) as response:
+        assert response.status_code == 200, (await response.aread()).decode()
+        yield SseStream(response)
+
+
+def has(*ids: str) -> Any:
+    return lambda stream: set(ids) <= set(stream.ids)
+
+
+class TestTailService:
+    @pytest.fixture
+    async def setup(self, db: Database) -> tuple[TailService, EventRepository, Event]:
+        webhooks = WebhookRepository(db, SecretBox(TEST_SECRET_KEY))
+        webhook = await webhooks.create(create_webhook())
+        events = EventRepository(db)
+        template = create_event(
+            webhook_id=webhook.id, username=webhook.username, webhook_name=webhook.name
+        )
+        return TailService(webhooks, events, poll_interval=POLL, batch=3), events, template
+
+    async def test_emits_only_events_recorded_after_it_started(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        tail, events, template = setup
+        await events.upsert(_like(template))
+        stream = await tail.follow(template.username, template.webhook_name)
+        await events.upsert(template)
+        assert (await anext(stream)).id == template.id
+
+    async def test_a_window_busier_than_a_batch_is_read_whole(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        """Seven events in one millisecond, read by queries of three."""
+        tail, events, template = setup
+        stream = await tail.follow(template.username, template.webhook_name)
+        made = [_like(template) for _ in range(7)]
+        await events.upsert_many(made)
+        got = [await anext(stream) for _ in made]
+        assert sorted(e.id for e in got) == sorted(e.id for e in made)
+
+    async def test_an_event_recorded_later_than_the_lookback_is_not_emitted(
+        self, db: Database, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        _, events, template = setup
+        tail = TailService(
+            WebhookRepository(db, SecretBox(TEST_SECRET_KEY)), events,
+            poll_interval=POLL, lookback=timedelta(seconds=5),
+        )  # fmt: skip
+        stream = await tail.follow(template.username, template.webhook_name)
+        await events.upsert(_like(template, created_at=utcnow() - timedelta(seconds=30)))
+        fresh = _like(template, created_at=utcnow() - timedelta(seconds=2))
+        await events.upsert(fresh)
+        assert (await anext(stream)).id == fresh.id
+
+    async def test_resumes_after_a_last_event_id(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        tail, events, template = setup
+        made = [_like(template, created_at=utcnow() - timedelta(seconds=3 - i)) for i in range(3)]
+        await events.upsert_many(made)
+        stream = await tail.follow(
+            template.username, template.webhook_name, last_event_id=made[0].id
+        )
+        assert [(await anext(stream)).id for _ in range(2)] == [made[1].id, made[2].id]
+
+    async def test_unknown_webhook(self, setup: tuple[TailService, EventRepository, Event]) -> None:
+        tail, _, template = setup
+        with pytest.raises(WebhookNotFound):
+            await tail.follow(template.username, "nope")
+
+
+def _like(template: Event, **overrides: Any) -> Event:
+    fields = {
+        "webhook_id": template.webhook_id, "username": template.username,
+        "webhook_name": template.webhook_name, "created_at": template.created_at,
+    }  # fmt: skip
+    return create_event(**{**fields, **overrides})
+
+
+class TestStream:
+    async def test_an_event_recorded_after_opening_arrives_as_a_summary(self, hook: Hook) -> None:
+        before = await hook.record()
+        async with open_stream(hook.owner.client, hook.stream_path) as stream:
+            assert stream.response.headers["content-type"].startswith("text/event-stream")
+            assert stream.response.headers["cache-control"] == "no-store"
+            event = await hook.record(signature_valid=True)
+            await stream.read_until(has(event.id))
+        assert stream.ids == [event.id]
+        assert before.id not in stream.ids
+        (message,) = stream.messages
+        assert message["event"] == "event"
+        assert message["id"] == event.id
+        assert message["retry"] == "3000"
+        assert json.loads(message["data"]) == {
+            "id": event.id,
+            "request_id": event.request_id,
+            "webhook_id": hook.id,
+            "webhook_name": hook.name,
+            "rejected_reason": None,
+            "created_at": isoformat(event.created_at),
+            "status": EventStatus.PENDING.value,
+            "content_type": "application/json",
+            "client_ip": "203.0.113.7",
+            "signature_valid": True,
+        }
+
+    async def test_a_late_recorded_event_still_arrives(self, hook: Hook) -> None:
+        async with open_stream(hook.owner.client, hook.stream_path) as stream:
+            late = await hook.record(created_at=utcnow() - timedelta(seconds=5))
+            await stream.read_until(has(late.id))
+
+    async def test_no_duplicates_across_polls(self, hook: Hook) -> None:
+        async with open_stream(hook.owner.client, hook.stream_path) as stream:
+            recorded = []
+            for _ in range(3):
+                recorded.append(await hook.record())
+                await stream.read_until(has(*(e.id for e in recorded)))
+            # Every poll since re-reads the three (they are in the window): a repeat would come
+            # before the sentinel recorded last.
+            sentinel = await hook.record()
+            await stream.read_until(has(sentinel.id))
+        assert stream.ids == [*(e.id for e in recorded), sentinel.id]
+
+    async def test_resumes_after_last_event_id(self, hook: Hook) -> None:
+        first, second, third = [
+            await hook.record(created_at=utcnow() - timedelta(seconds=3 - i)) for i in range(3)
+        ]
+        headers = {"Last-Event-ID": first.id}
+        async with open_stream(hook.owner.client, hook.stream_path, **headers) as stream:
+            await stream.read_until(has(second.id, third.id))
+        assert stream.ids == [second.id, third.id]
+
+    async def test_keep_alive_comments(self, hook: Hook, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(tail_routes, "PING_SECONDS", 0.1)
+        async with open_stream(hook.owner.client, hook.stream_path) as stream:
+            await stream.read_until(lambda s: len(s.comments) >= 2)
+        assert all(c.startswith("ping") for c in stream.comments)
+        assert stream.messages == []
+
+    async def test_works_with_the_session_cookie(self, hook: Hook) -> None:
+        client, _ = await hook.owner.login()
+        async with open_stream(client, hook.stream_path) as stream:
+            event = await hook.record()
+            await stream.read_until(has(event.id))
+
+    async def test_another_owners_webhook_is_a_json_404(
+        self, dashboard: Dashboard, hook: Hook
+    ) -> None:
+        stranger = await dashboard.owner()
+        for client, name in [(stranger.client, hook.name), (hook.owner.client, "nope")]:
+            response = await client.get(f"/api/v1/webhooks/{name}/events/stream")
+            assert response.status_code == 404
+            assert response.headers["content-type"] == "application/json"
+            assert response.json()["error"] == "Webhook not found"
+
+    async def test_needs_authentication(self, dashboard: Dashboard, hook: Hook) -> None:
+        async with dashboard.client() as client:
+            response = await client.get(hook.stream_path)
+        assert response.status_code == 401
+
+    async def test_a_disconnect_ends_the_stream_on_the_server(
+        self, dashboard: Dashboard, hook: Hook
+    ) -> None:
+        """The request is counted (the metrics middleware's ``finally``) once the server ended it."""
+        route = '/webhooks/{name}/events/stream",status="200"'
+
+        async def streams_ended() -> float:
+            async with dashboard.client() as client:
+                text = (await client.get("/metrics/")).text
+            counts = [line for line in text.splitlines() if route in line and "_total" in line]
+            return float(counts[0].rsplit(" ", 1)[1]) if counts else 0.0
+
+        ended = await streams_ended()
+        async with open_stream(hook.owner.client, hook.stream_path) as stream:
+            event = await hook.record()
+            await stream.read_until(has(event.id))
+            assert await streams_ended() == ended
+        await until(lambda: _more(streams_ended, ended), 10, what="stream ended on the server")
+
+
+async def _more(count: Any, than: float) -> bool:
+    return bool(await count() > than)
+
+
+class TestReplicas:
+    async def test_a_stream_on_one_replica_gets_events_recorded_through_another(
+        self, dashboard: Dashboard, hook: Hook
+    ) -> None:
+        async with serve_dashboard(dashboard.settings) as replica_b:
+            headers = {"Authorization": f"Bearer {hook.owner.token}"}
+            async with (
+                replica_b.client(headers=headers) as client_b,
+                open_stream(hook.owner.client, hook.stream_path) as on_a,
+                open_stream(client_b, hook.stream_path) as on_b,
+            ):
+                via_b = Hook(hook.owner, hook.id, hook.name, replica_b.runtime.events)
+                event = await via_b.record()
+                await on_a.read_until(has(event.id))
+                await on_b.read_until(has(event.id))
+            assert on_a.ids == on_b.ids == [event.id]
+
+
+class TestShutdown:
+    async def test_stopping_the_server_ends_open_streams(
+        self, dashboard: Dashboard, hook: Hook
+    ) -> None:
+        """What SIGTERM does to uvicorn (``should_exit``), with a stream open: serve() returns."""
+        served = serve_dashboard(dashboard.settings)
+        replica = await served.__aenter__()
+        headers = {"Authorization": f"Bearer {hook.owner.token}"}
+        async with (
+            replica.client(headers=headers) as client,
+            open_stream(client, hook.stream_path) as stream,
+        ):
+            event = await hook.record()
+            await stream.read_until(has(event.id))
+            async with asyncio.timeout(10):
+                await served.__aexit__(None, None, None)
+            await stream.read_until(lambda s: False)  # a clean end, not a cut connection
+            assert stream.ended
+
+    async def test_sigterm_stops_the_process_with_a_stream_open(
+        self, env: dict[str, str], hook: Hook, tmp_path: Path
+    ) -> None:
+        """``python -m hookbay_dashboard``: the stream ends cleanly and the shutdown completes
+        without reaching uvicorn's graceful-shutdown timeout."""
+        async with service_process("dashboard", env, tmp_path / "dashboard.log") as process:
+            headers = {"Authorization": f"Bearer {hook.owner.token}"}
+            async with (
+                httpx.AsyncClient(base_url=process.base, headers=headers, timeout=30) as client,
+                open_stream(client, hook.stream_path) as stream,
+            ):
+                event = await hook.record()
+                await stream.read_until(has(event.id))
+                process.terminate()
+                await stream.read_until(lambda s: False)
+                assert stream.ended
+            # uvicorn re-raises the signal it caught once its shutdown is complete.
+            assert await process.wait() == -signal.SIGTERM
+        log = process.log()
+        assert "Application shutdown complete." in log
+        assert "dashboard_stopped" in process.log_events()
+        assert "graceful shutdown exceeded" not in log, log
