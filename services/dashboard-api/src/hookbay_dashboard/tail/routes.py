@@ -46,7 +46,8 @@ async def _messages(events: AsyncIterator[Event]) -> AsyncIterator[JSONServerSen
         200: {
             "description": (
                 "A text/event-stream: one `event: event` per new event of the webhook (`id:` the "
-                "event id, `data:` the event's EventSummary as JSON), keep-alive comments every 15 s. Resumes after "
+                "event id, `data:` the event's EventSummary as JSON, sent once with the status it "
+                "had when first seen), keep-alive comments every 15 s. Resumes after "
                 "the `Last-Event-ID` header's event when the client reconnects."
             ),
             "content": {"text/event-stream": {}},

@@ -11,7 +11,8 @@ window exists because the recorder writes an event a little after its ``created_
 a recorder restart): an event recorded up to ``lookback`` after it was received still appears;
 one recorded later than that is missed by the tail (it is still in the event list). Ids leave
 the tail's memory as their events leave the window, so the memory stays bounded by the events
-of one window.
+of one window. Each event is emitted once, as it was when first seen (usually ``pending``): a
+later status change is not sent again (the event list and detail show it).
 
 Cost on FerretDB v1.24: every poll is a filtered query, which scans the whole events collection
 (docs/ferretdb-backends.md); each open tail adds one such query per ``poll_interval``.
