@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 import click
+import structlog
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 from pymongo.errors import PyMongoError
@@ -57,13 +58,25 @@ class CliState:
         return Settings()  # type: ignore[call-arg]  # secret_key comes from the environment
 
     def run(self, work: Callable[[Runtime], Awaitable[T]]) -> T:
-        """Run ``work`` with an open database; ``migrate`` first so a fresh database works."""
+        """Run ``work`` with an open database; ``migrate`` first so a fresh database works.
+
+        The services' log lines are held back meanwhile: they are for operators of a server
+        (and structlog, unconfigured in a command, would print them to stdout), while a
+        command's output is its result, or the one error line ``_Shell`` prints."""
 
         async def main() -> T:
             async with self._runtime() as runtime:
                 return await work(runtime)
 
-        return asyncio.run(main())
+        saved = structlog.get_config()
+        structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
+            logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        )
+        try:
+            return asyncio.run(main())
+        finally:
+            structlog.configure(**saved)
 
     @asynccontextmanager
     async def _runtime(self) -> AsyncIterator[Runtime]:

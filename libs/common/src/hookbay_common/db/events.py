@@ -210,12 +210,17 @@ class EventRepository:
 
     async def recent_for_webhook(
         self, webhook_id: str, since: datetime, limit: int = 100
-    ) -> list[Event]:
+    ) -> list[EventHead]:
         """Events of the webhook with ``created_at >= since``, oldest first (``created_at``, then
-        id), at most ``limit``. Status stubs never match: they carry no ``webhook_id``."""
+        id), at most ``limit``, without bodies and headers (a live tail polls this). Status
+        stubs never match: they carry no ``webhook_id``."""
         query = {"webhook_id": webhook_id, "created_at": {"$gte": since}}
-        cursor = self._events.find(query).sort([("created_at", 1), ("_id", 1)]).limit(limit)
-        return [event_from_document(doc) async for doc in cursor]
+        cursor = (
+            self._events.find(query, _HEAD_PROJECTION)
+            .sort([("created_at", 1), ("_id", 1)])
+            .limit(limit)
+        )
+        return [_head_from_document(doc) async for doc in cursor]
 
     async def heads_for_webhook(
         self,

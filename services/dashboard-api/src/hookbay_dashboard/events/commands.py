@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, Final, TypeVar
+from typing import IO, Any, Final
 
 import click
-import structlog
 from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -29,8 +27,8 @@ from hookbay_common.db import (
     ReplayJobRepository,
     WebhookRepository,
 )
+from hookbay_common.db.events import EventHead
 from hookbay_common.kafka import create_producer
-from hookbay_common.models import Event
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.schemas import EventPage, StatusFilter
 from hookbay_dashboard.events.service import EventService, ExportStream
@@ -39,7 +37,6 @@ from hookbay_dashboard.replays.service import ReplayPublisher, ReplayService
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.tail.service import TailService, summarize
 
-T = TypeVar("T")
 LIST_MAX: Final = 1000
 """The largest ``--limit`` (the API's own cap is ``HOOKBAY_EVENTS_PAGE_MAX``)."""
 
@@ -50,21 +47,6 @@ status_option = click.option(
     show_default=True,
     help="Only events with this status (all also shows pending ones).",
 )
-
-
-def _run(state: CliState, work: Callable[[Runtime], Awaitable[T]]) -> T:
-    """``state.run(work)`` with the services' logs held back: they are for operators of the
-    server (and structlog, unconfigured in a command, prints to stdout), while a command's
-    output is its result, or one error line from the shell."""
-    saved = structlog.get_config()
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
-    try:
-        return state.run(work)
-    finally:
-        structlog.configure(**saved)
 
 
 def _event_service(rt: Runtime) -> EventService:
@@ -97,7 +79,7 @@ def events_list(
             username, name, status=StatusFilter(status), limit=limit, cursor=cursor
         )
 
-    page = _run(state, work)
+    page = state.run(work)
 
     def human(console: Console) -> None:
         columns = ("TIME", "ID", "REQUEST ID", "STATUS", "CONTENT TYPE")
@@ -137,7 +119,7 @@ def events_replay(state: CliState, event_id: str) -> None:
             )  # fmt: skip
             return await replays.replay_event(event_id, username=None)
 
-    accepted = _run(state, work)
+    accepted = state.run(work)
     state.emit(
         accepted.model_dump(mode="json"),
         human=lambda c: c.print(
@@ -185,7 +167,7 @@ def events_export(
         with _progress(show_progress, total) as progress, _replacing(output) as sink:
             return await _copy(stream, sink, progress)
 
-    written, size = _run(state, work)
+    written, size = state.run(work)
     if output is not None and state.json:
         state.emit({"output": str(output), "events": written, "bytes": size}, human=_silent)
 
@@ -194,44 +176,20 @@ def _silent(_: Console) -> None:
     return None
 
 
-class _EventCount:
-    """Counts the events in an export's chunks as they pass, for the progress bar.
-
-    Each element of the array is an ``EventRead`` object that opens with ``{"id":``, right
-    after the array's ``[`` or a ``,``; inside the objects that sequence cannot occur (quotes
-    within strings are escaped, and the one nested object, the headers, follows a ``:``). A
-    match split across two chunks is found through the previous chunk's tail."""
-
-    _MARKS: Final = (b'[{"id":', b',{"id":')
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._tail = b""
-
-    def feed(self, chunk: bytes) -> int:
-        """Record ``chunk``; the number of events that began in it. The kept tail is shorter
-        than a mark, so a match found here always reaches into ``chunk``: none counts twice."""
-        window = self._tail + chunk
-        found = sum(window.count(mark) for mark in self._MARKS)
-        self._tail = window[-(len(self._MARKS[0]) - 1) :]
-        self.count += found
-        return found
-
-
 async def _copy(
     stream: ExportStream, sink: IO[bytes], progress: Progress | None
 ) -> tuple[int, int]:
     """Write every chunk of ``stream`` to ``sink``; (events, bytes) written."""
-    counter = _EventCount()
     size = 0
+    shown = 0
     async for chunk in stream:
         sink.write(chunk)
         size += len(chunk)
-        advanced = counter.feed(chunk)
         if progress is not None:
-            progress.advance(progress.task_ids[0], advanced)
+            progress.advance(progress.task_ids[0], stream.exported - shown)
+            shown = stream.exported
     sink.flush()
-    return counter.count, size
+    return stream.exported, size
 
 
 @contextlib.contextmanager
@@ -283,10 +241,10 @@ def tail(state: CliState, username: str, name: str) -> None:
     # Ctrl-C is how a tail ends: asyncio.run cancels the work (closing the database client)
     # and re-raises the interrupt, which is a normal exit here.
     with contextlib.suppress(KeyboardInterrupt):
-        _run(state, work)
+        state.run(work)
 
 
-def _tail_line(event: Event, *, as_json: bool) -> str:
+def _tail_line(event: EventHead, *, as_json: bool) -> str:
     view: dict[str, Any] = summarize(event).model_dump(mode="json")
     if as_json:
         return json.dumps(view, separators=(",", ":"))

@@ -33,25 +33,45 @@ EXPORT_CHUNK_BYTES: Final = 64 * 1024
 
 
 class ExportStream:
-    """A webhook's events as one JSON array, produced while the database cursor is read: an
-    async iterable of ``bytes`` chunks, to be iterated once. The cursor opens at the first
-    chunk and closes when the iteration ends or is abandoned.
+    """A webhook's events as one JSON array (``[e1,e2,...]``, compact), produced while the
+    database cursor is read: an async iterable of ``bytes`` chunks of about
+    ``EXPORT_CHUNK_BYTES``, to be iterated once; one chunk is held at a time. The cursor
+    closes when the iteration ends or is abandoned. ``exported`` counts the events in the
+    chunks yielded so far (for progress bars)."""
 
-    The JSON is compact (no spaces between tokens) and every element is an ``EventRead``
-    object whose first key is ``id``: each event begins with ``[{"id":`` or ``,{"id":``, which
-    lets a reader count events as chunks pass without parsing them."""
-
-    def __init__(self, webhook: Webhook, status: StatusFilter, chunks: AsyncIterator[bytes]):
+    def __init__(
+        self, webhook: Webhook, status: StatusFilter, events: AsyncGenerator[Event, None]
+    ) -> None:
         self.webhook = webhook
         self.status = status
-        self._chunks = chunks
+        self.exported = 0
+        self._events = events
 
     @property
     def filename(self) -> str:
         return f"{self.webhook.name}-events-{self.status.value}.json"
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._chunks
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        buffer = bytearray(b"[")
+        written = 0
+        try:
+            async for event in self._events:
+                if written:
+                    buffer += b","
+                buffer += EventRead.of(event).model_dump_json().encode()
+                written += 1
+                if len(buffer) >= EXPORT_CHUNK_BYTES:
+                    self.exported = written
+                    yield bytes(buffer)
+                    buffer.clear()
+        finally:
+            await self._events.aclose()
+        buffer += b"]"
+        self.exported = written
+        yield bytes(buffer)
 
 
 class EventService:
@@ -118,7 +138,7 @@ class EventService:
         one query per event."""
         webhook = await self._webhooks.require(username, webhook_name)
         events = self._events.stream_for_webhook(webhook.id, status.status, batch_size=EXPORT_BATCH)
-        return ExportStream(webhook, status, _json_array(events))
+        return ExportStream(webhook, status, events)
 
     async def count(self, username: str, webhook_name: str, status: StatusFilter) -> int:
         """How many events an export with ``status`` holds right now."""
@@ -161,22 +181,3 @@ def _webhook_overview(
         success_rate_24h=success / decided if decided else None,
         last_event_at=last,
     )
-
-
-async def _json_array(events: AsyncGenerator[Event, None]) -> AsyncIterator[bytes]:
-    """``[e1,e2,...]`` in chunks of about ``EXPORT_CHUNK_BYTES``; holds one chunk at a time."""
-    buffer = bytearray(b"[")
-    first = True
-    try:
-        async for event in events:
-            if not first:
-                buffer += b","
-            first = False
-            buffer += EventRead.of(event).model_dump_json().encode()
-            if len(buffer) >= EXPORT_CHUNK_BYTES:
-                yield bytes(buffer)
-                buffer.clear()
-    finally:
-        await events.aclose()
-    buffer += b"]"
-    yield bytes(buffer)

@@ -9,7 +9,7 @@ import anyio
 from fastapi import APIRouter, Header
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 
-from hookbay_common.models import Event
+from hookbay_common.db.events import EventHead
 from hookbay_dashboard.deps import CurrentUser, TailDep
 from hookbay_dashboard.tail.service import summarize
 
@@ -27,7 +27,7 @@ so the browser reconnects to another replica) instead of being cut; within this 
 stays below uvicorn's graceful-shutdown timeout (10 s)."""
 
 
-async def _messages(events: AsyncIterator[Event]) -> AsyncIterator[JSONServerSentEvent]:
+async def _messages(events: AsyncIterator[EventHead]) -> AsyncIterator[JSONServerSentEvent]:
     first = True
     async for event in events:
         yield JSONServerSentEvent(

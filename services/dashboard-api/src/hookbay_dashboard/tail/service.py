@@ -28,8 +28,8 @@ import anyio
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db import EventRepository, WebhookRepository
+from hookbay_common.db.events import EventHead
 from hookbay_common.ids import IdPrefix, has_prefix
-from hookbay_common.models import Event
 from hookbay_dashboard.events.schemas import EventSummary
 
 TAIL_LOOKBACK: Final = timedelta(seconds=60)
@@ -38,9 +38,9 @@ TAIL_BATCH: Final = 100
 """Events per query; a busier window is read in several queries."""
 
 
-def summarize(event: Event) -> EventSummary:
+def summarize(event: EventHead) -> EventSummary:
     """What a tail shows of an event: the same summary as an event list."""
-    return EventSummary.model_validate(event, from_attributes=True)
+    return EventSummary.of(event)
 
 
 class _Seen:
@@ -49,10 +49,10 @@ class _Seen:
     def __init__(self) -> None:
         self._ids: dict[str, datetime] = {}
 
-    def add(self, events: Iterable[Event]) -> None:
+    def add(self, events: Iterable[EventHead]) -> None:
         self._ids.update((e.id, e.created_at) for e in events)
 
-    def fresh(self, events: Iterable[Event]) -> list[Event]:
+    def fresh(self, events: Iterable[EventHead]) -> list[EventHead]:
         """The events not seen before, in the given order, now remembered as seen."""
         new = [e for e in events if e.id not in self._ids]
         self.add(new)
@@ -86,7 +86,7 @@ class TailService:
         *,
         last_event_id: str | None = None,
         stop: anyio.Event | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[EventHead]:
         """The webhook's events recorded from now on, each once, in the order they are found
         (oldest first within one poll); the iterator never ends by itself.
 
@@ -106,8 +106,8 @@ class TailService:
         return self._poll(webhook.id, seen, backlog, stop or anyio.Event())
 
     async def _poll(
-        self, webhook_id: str, seen: _Seen, backlog: list[Event], stop: anyio.Event
-    ) -> AsyncIterator[Event]:
+        self, webhook_id: str, seen: _Seen, backlog: list[EventHead], stop: anyio.Event
+    ) -> AsyncIterator[EventHead]:
         for event in backlog:
             yield event
         while True:
@@ -121,13 +121,13 @@ class TailService:
             for event in seen.fresh(events):
                 yield event
 
-    async def _window(self, webhook_id: str) -> list[Event]:
+    async def _window(self, webhook_id: str) -> list[EventHead]:
         return await self._recent(webhook_id, utcnow() - self._lookback)
 
-    async def _recent(self, webhook_id: str, since: datetime) -> list[Event]:
+    async def _recent(self, webhook_id: str, since: datetime) -> list[EventHead]:
         """Every event of the webhook created at or after ``since``, oldest first, each once.
         Read in batches: one query's limit would otherwise cut off a busy window's newest."""
-        found: dict[str, Event] = {}
+        found: dict[str, EventHead] = {}
         limit = self._batch
         while True:
             batch = await self._events.recent_for_webhook(webhook_id, since, limit=limit)
