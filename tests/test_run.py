@@ -132,7 +132,8 @@ class TestRun:
             assert status == 200, answer
             assert answer["success"] is True
             # the recorder stores it; the demo webhook has no destination, so it is a success
-            assert recorded_status(env["HOOKBAY_MONGO_URL"], str(answer["requestId"])) == "success"
+            answer_id = str(answer["requestId"])
+            assert recorded_status(env["HOOKBAY_MONGO_URL"], answer_id) == "success"
             status, answer = post(url, body.encode(), {"X-Service-Signature": "sha256=00"})
             assert (status, answer["error"]) == (401, "Invalid signature")
             # the demo login works on the dashboard, which lists the event just sent
@@ -142,6 +143,11 @@ class TestRun:
                 )
                 assert login.status_code == 200, login.text
                 assert "HttpOnly" in login.headers["set-cookie"]
+                listed = client.get(
+                    "/api/v1/webhooks/orders/events", params={"request_id": answer_id}
+                )
+                assert listed.status_code == 200, listed.text
+                assert [e["request_id"] for e in listed.json()["items"]] == [answer_id]
         finally:
             output += stop(second)
         assert second.returncode == 0, output
