@@ -11,7 +11,12 @@ database (``hookbay_bench``), then, one server at a time:
   latency taken from each request's *scheduled* send time (no coordinated omission), then
   saturation with wrk ``-t1 -c32 -d10s``.
 
-Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section).
+Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section) and the
+dashboard benchmark (``scripts/bench_dashboard.py``, its own section: event lists with 100k and
+1M events stored, export throughput; about 20 minutes, most of it loading 1M events).
+``--dashboard-events 100000`` (or ``BENCH_DASHBOARD_EVENTS``) sizes it, ``--skip-dashboard`` (or
+``BENCH_DASHBOARD_EVENTS=0``) leaves it out; ``--dashboard-budget`` (``BENCH_DASHBOARD_BUDGET``)
+sets its seconds of timed calls per query.
 
 The generated part of the doc sits between the ``bench:ingest`` markers; text outside them
 (notes, profiling) is kept. Every process started here is stopped in ``finally``.
@@ -530,7 +535,7 @@ def server(
         procs.stop(proc)
 
 
-def run() -> int:
+def run(dashboard: list[str] | None) -> int:
     if shutil.which("wrk") is None:
         print("bench: wrk not found (apt-get install -y wrk)", file=sys.stderr)
         return 2
@@ -603,7 +608,10 @@ def run() -> int:
     write_doc(section)
     print(section)
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
-    return run_forwarder_bench()
+    status = run_forwarder_bench()
+    if dashboard is not None:
+        status = run_dashboard_bench(dashboard) or status
+    return status
 
 
 def run_forwarder_bench() -> int:
@@ -619,6 +627,19 @@ def run_forwarder_bench() -> int:
             proc.wait(timeout=120)
 
 
+def run_dashboard_bench(extra: list[str]) -> int:
+    """The dashboard benchmark (scripts/bench_dashboard.py: own database, own doc section)."""
+    print(f"bench: dashboard (scripts/bench_dashboard.py {' '.join(extra)})", flush=True)
+    script = ROOT / "scripts" / "bench_dashboard.py"
+    proc = subprocess.Popen([sys.executable, str(script), *extra], cwd=ROOT)
+    try:
+        return proc.wait(timeout=3600)
+    finally:
+        if proc.poll() is None:  # interrupted: let it stop what it started
+            proc.terminate()
+            proc.wait(timeout=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -626,11 +647,31 @@ def main() -> None:
     parser.add_argument(
         "--load", nargs=2, type=int, metavar=("PORT", "RATE"), help="internal: open-loop client"
     )
+    parser.add_argument(
+        "--dashboard-events",
+        default=os.environ.get("BENCH_DASHBOARD_EVENTS", "100000,1000000"),
+        metavar="N[,N...]",
+        help="stored-event counts for the dashboard benchmark; 0 skips it"
+        " (env BENCH_DASHBOARD_EVENTS; default 100000,1000000)",
+    )
+    parser.add_argument(
+        "--dashboard-budget",
+        default=os.environ.get("BENCH_DASHBOARD_BUDGET", "30"),
+        metavar="SECONDS",
+        help="dashboard benchmark: seconds of timed calls per query (env BENCH_DASHBOARD_BUDGET)",
+    )
+    parser.add_argument(
+        "--skip-dashboard", action="store_true", help="leave out the dashboard benchmark"
+    )
     args = parser.parse_args()
     if args.load:
         load_main(args.load[0], args.load[1], WARMUP_S, DURATION_S)
         return
-    sys.exit(run())
+    dashboard = None
+    if not args.skip_dashboard and args.dashboard_events.strip() not in ("", "0"):
+        # servers: its own HOOKBAY_BENCH_* variables, inherited (defaults: `make infra-up`'s)
+        dashboard = ["--events", args.dashboard_events, "--budget", args.dashboard_budget]
+    sys.exit(run(dashboard))
 
 
 if __name__ == "__main__":
