@@ -6,7 +6,10 @@ prints ``message`` on one line. A 5xx means a bug or an unavailable dependency, 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar
+
+from hookbay_common.clock import isoformat
 
 
 class HookbayError(Exception):
@@ -205,4 +208,34 @@ class ReplayAlreadyRunning(Conflict):
             f"a replay of webhook {webhook_name!r}'s failed events is already running ({job_id})",
             webhookName=webhook_name,
             jobId=job_id,
+        )
+
+
+class LockHeld(Conflict):
+    """Another process holds the named lock; ``holder`` and ``lease_until`` say who and until
+    when its lease runs (it is renewed while that process works)."""
+
+    error = "Lock held"
+
+    def __init__(self, name: str, holder: str, lease_until: datetime) -> None:
+        super().__init__(
+            f"another {name} run holds the lock: {holder}, lease until {isoformat(lease_until)}",
+            lock=name,
+            holder=holder,
+            leaseUntil=isoformat(lease_until),
+        )
+        self.holder = holder
+        self.lease_until = lease_until
+
+
+class LockLost(HookbayError):
+    """The lease on the named lock lapsed and another process took it: this one must stop."""
+
+    error = "Lock lost"
+
+    def __init__(self, name: str, holder: str) -> None:
+        super().__init__(
+            f"the {name} lock was taken over while {holder} held it (its lease lapsed); stopped",
+            lock=name,
+            holder=holder,
         )

@@ -18,6 +18,7 @@ class Collections:
     API_TOKENS: Final = "api_tokens"
     SESSIONS: Final = "sessions"
     REPLAY_JOBS: Final = "replay_jobs"
+    LOCKS: Final = "locks"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {

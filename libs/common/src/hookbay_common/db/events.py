@@ -318,6 +318,43 @@ class EventRepository:
             return created_at
         return None
 
+    async def expired_id_batches(
+        self, username: str, before: datetime, batch_size: int
+    ) -> AsyncGenerator[list[str], None]:
+        """Ids of ``username``'s events created before ``before`` (``created_at < before``),
+        ``batch_size`` at a time, read through one database cursor (only ``_id`` travels):
+        memory holds one batch. No order is promised (MongoDB reads the ``owner_created`` index,
+        so oldest first). The caller may delete each batch before asking for the next: deleted
+        events are behind the cursor. Status stubs never match (they carry no ``username``).
+        The cursor is closed when the iteration ends or is abandoned (``aclose``).
+
+        One cursor rather than one limited ``find`` per batch: FerretDB v1 applies a limit only
+        after fetching every match, so each such ``find`` would read all the owner's remaining
+        expired events again."""
+        query = {"username": username, "created_at": {"$lt": before}}
+        cursor = self._events.find(query, {"_id": 1}).batch_size(batch_size)
+        batch: list[str] = []
+        try:
+            async for doc in cursor:
+                batch.append(doc["_id"])
+                if len(batch) >= batch_size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+        finally:
+            await cursor.close()
+
+    async def delete_owner_events(self, username: str, event_ids: Sequence[str]) -> int:
+        """Delete ``username``'s events among ``event_ids``; how many existed. One ``delete``
+        statement (on FerretDB v1 a statement per id would each scan the collection and hold a
+        connection); idempotent. The owner narrows nothing on MongoDB (``_id`` does) but is the
+        one condition FerretDB v1 pushes down to PostgreSQL: only the owner's documents are
+        decoded and matched against the ids, not the whole collection."""
+        query = {"username": username, "_id": {"$in": list(event_ids)}}
+        result = await self._events.delete_many(query)
+        return result.deleted_count
+
 
 def attempt_to_document(attempt: Attempt) -> dict[str, Any]:
     doc = attempt.model_dump(mode="python", exclude={"id", "response_headers", "response_body"})
@@ -352,3 +389,16 @@ class AttemptRepository:
     async def list_for_event(self, event_id: str) -> list[Attempt]:
         cursor = self._attempts.find({"event_id": event_id}).sort([("started_at", 1), ("_id", 1)])
         return [attempt_from_document(doc) async for doc in cursor]
+
+    async def delete_owner_attempts(self, username: str, event_ids: Sequence[str]) -> int:
+        """Delete every attempt of ``username``'s events ``event_ids``; how many. One ``delete``
+        statement (MongoDB reads the ``event_started`` index; ``username`` is what FerretDB v1
+        pushes down, as in ``EventRepository.delete_owner_events``); idempotent. An attempt
+        carries its event's owner (the forwarder copies it)."""
+        query = {"username": username, "event_id": {"$in": list(event_ids)}}
+        result = await self._attempts.delete_many(query)
+        return result.deleted_count
+
+    async def count_owner_attempts(self, username: str, event_ids: Sequence[str]) -> int:
+        query = {"username": username, "event_id": {"$in": list(event_ids)}}
+        return await self._attempts.count_documents(query)

@@ -42,3 +42,12 @@ class SessionRepository:
     async def delete_for_owner(self, username: str) -> None:
         """End every session of ``username`` (after a password change)."""
         await self._sessions.delete_many({"username": username})
+
+    async def delete_expired(self, now: datetime) -> int:
+        """Delete every session that expired by ``now`` (``expires_at <= now``, as
+        ``get_active`` judges); how many. One statement; idempotent."""
+        result = await self._sessions.delete_many({"expires_at": {"$lte": now}})
+        return result.deleted_count
+
+    async def count_expired(self, now: datetime) -> int:
+        return await self._sessions.count_documents({"expires_at": {"$lte": now}})

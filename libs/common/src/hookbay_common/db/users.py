@@ -81,3 +81,8 @@ class UserRepository:
     async def changed_since(self, moment: datetime) -> list[User]:
         cursor = self._users.find({"updated_at": {"$gte": moment}})
         return [_from_document(doc) async for doc in cursor]
+
+    async def plans(self) -> list[tuple[str, str]]:
+        """(username, plan) of every user, by username; only those two fields travel."""
+        cursor = self._users.find({}, {"_id": 1, "plan": 1}).sort("_id", 1)
+        return [(doc["_id"], doc["plan"]) async for doc in cursor]
