@@ -14,6 +14,7 @@ from hookbay_common.kafka import create_consumer, create_producer, ensure_topics
 from hookbay_common.topics import MAX_MESSAGE_BYTES, Topics, TopicSpec, format_delay
 from hookbay_common.wire import decode_event, encode_event
 from tests.support.factories import create_event, unique_name
+from tests.support.waiting import until
 
 
 class TestTopics:
@@ -58,8 +59,12 @@ class TestEnsureTopics:
         admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
         await admin.start()
         try:
-            described = await admin.describe_topics([spec.name])
-            assert len(described[0]["partitions"]) == 3
+            # a new topic's partitions reach the metadata a moment after creation returns
+            async def three_partitions() -> bool:
+                described = await admin.describe_topics([spec.name])
+                return len(described[0]["partitions"]) == 3
+
+            await until(three_partitions, timeout=10, what="3 partitions described")
             configs = await admin.describe_configs(
                 [ConfigResource(ConfigResourceType.TOPIC, spec.name)]
             )
