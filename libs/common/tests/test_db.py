@@ -227,16 +227,16 @@ class TestEventRepository:
             if i % 3 == 0:
                 await events.set_status(event.id, EventStatus.FAILED)
         expected = sorted(made, key=lambda e: (e.created_at, e.id), reverse=True)
-        first = await events.list_for_webhook(webhook_id, limit=3)
+        first = await events.heads_for_webhook(webhook_id, limit=3)
         assert [e.id for e in first] == [e.id for e in expected[:3]]
         last = first[-1]
-        rest = await events.list_for_webhook(
+        rest = await events.heads_for_webhook(
             webhook_id, limit=10, after=EventCursor(last.created_at, last.id)
         )
         assert [e.id for e in rest] == [e.id for e in expected[3:]]
-        failed = await events.list_for_webhook(webhook_id, status=EventStatus.FAILED)
+        failed = await events.heads_for_webhook(webhook_id, status=EventStatus.FAILED)
         assert [e.id for e in failed] == [e.id for e in expected if made.index(e) % 3 == 0]
-        assert await events.list_for_webhook(new_id(IdPrefix.WEBHOOK)) == []
+        assert await events.heads_for_webhook(new_id(IdPrefix.WEBHOOK)) == []
 
     async def test_recent_for_webhook_oldest_first_since_without_stubs(self, db: Database) -> None:
         events = EventRepository(db)

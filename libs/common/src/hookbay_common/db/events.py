@@ -188,26 +188,6 @@ class EventRepository:
     async def set_status(self, event_id: str, status: EventStatus) -> None:
         await self._events.update_one({"_id": event_id}, {"$set": {"status": status.value}})
 
-    async def list_for_webhook(
-        self,
-        webhook_id: str,
-        *,
-        status: EventStatus | None = None,
-        limit: int = 50,
-        after: EventCursor | None = None,
-    ) -> list[Event]:
-        """Newest first; ``after`` continues below the last event of the previous page."""
-        query: dict[str, Any] = {"webhook_id": webhook_id}
-        if status is not None:
-            query["status"] = status.value
-        if after is not None:
-            query["$or"] = [
-                {"created_at": {"$lt": after.created_at}},
-                {"created_at": after.created_at, "_id": {"$lt": after.event_id}},
-            ]
-        cursor = self._events.find(query).sort([("created_at", -1), ("_id", -1)]).limit(limit)
-        return [event_from_document(doc) async for doc in cursor]
-
     async def recent_for_webhook(
         self, webhook_id: str, since: datetime, limit: int = 100
     ) -> list[EventHead]:
@@ -241,6 +221,9 @@ class EventRepository:
         if request_id is not None:
             query["request_id"] = request_id
         if after is not None:
+            # the outer bound keeps a page one index range on real MongoDB whatever the planner
+            # makes of the $or (webhook_created / webhook_status_created serve both)
+            query["created_at"] = {"$lte": after.created_at}
             query["$or"] = [
                 {"created_at": {"$lt": after.created_at}},
                 {"created_at": after.created_at, "_id": {"$lt": after.event_id}},
