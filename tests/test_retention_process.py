@@ -126,6 +126,26 @@ class TestKilledMidway:
         assert second.named("retention_lock_acquired")
 
 
+class TestInterrupted:
+    async def test_sigterm_stops_and_releases_the_lock(self, rdb: Database, start: Any) -> None:
+        """SIGTERM (a CronJob's pod deleted) cancels the run between two statements: exit 1,
+        the lock released at once (no waiting for the lease), no attempt orphaned."""
+        now = utcnow()
+        await create_owner(rdb, "free", [days_ago(now, 31, ms=i) for i in range(300)])
+        run = await start(HOOKBAY_RETENTION_BATCH_SIZE="10", HOOKBAY_RETENTION_LEASE="600")
+        await until(lambda: run.named("retention_batch_deleted"), 120, interval=0.01,
+                    what="the first batch logged")  # fmt: skip
+        run.proc.send_signal(signal.SIGTERM)
+        status, _ = await finished(run)
+        assert status == 1, run.log_path.read_text()
+        assert run.named("retention_interrupted")
+        assert run.named("retention_lock_released")
+        lease = await LockRepository(rdb).get(LOCK_NAME)
+        assert lease is not None
+        assert lease.lease_until <= utcnow()
+        assert await orphaned_attempts(rdb) == set()
+
+
 class TestExitCodes:
     async def test_done_with_metrics_pushed_and_written(
         self, rdb: Database, start: Any, pushgateway: Pushgateway, tmp_path: Path

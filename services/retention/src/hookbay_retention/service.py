@@ -192,6 +192,8 @@ class RetentionJob:
         self._clock = clock
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._renewed_at = 0.0
+        self.report: RetentionReport | None = None
+        """The current run's report while it runs (what it did so far), then the last run's."""
 
     async def run(
         self, *, now: datetime | None = None, observer: RetentionObserver | None = None
@@ -217,7 +219,7 @@ class RetentionJob:
     ) -> RetentionReport:
         now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # stored precision
         begun = time.monotonic()
-        report = RetentionReport(dry_run=dry, started_at=now)
+        report = self.report = RetentionReport(dry_run=dry, started_at=now)
         owners = await self._users.plans()
         log.info("retention_started", dry_run=dry, owners=len(owners), batch_size=self._batch_size)
         observer.started(len(owners))
@@ -289,16 +291,18 @@ class RetentionJob:
         self, username: str, ids: list[str], timings: Timings, *, dry: bool
     ) -> tuple[int, int]:
         """(events, attempts) deleted, or that would be."""
-        timings.batches += 1
         if dry:
-            return len(ids), await self._attempts.count_owner_attempts(username, ids)
+            attempts = await self._attempts.count_owner_attempts(username, ids)
+            timings.batches += 1
+            return len(ids), attempts
         started = time.perf_counter()
         # attempts first: see the module docstring
         attempts = await self._attempts.delete_owner_attempts(username, ids)
         middle = time.perf_counter()
-        events = await self._events.delete_owner_events(username, ids)
         timings.delete_attempts += middle - started
+        events = await self._events.delete_owner_events(username, ids)
         timings.delete_events += time.perf_counter() - middle
+        timings.batches += 1
         return events, attempts
 
     async def _acquire(self) -> None:
