@@ -16,7 +16,10 @@ dashboard benchmark (``scripts/bench_dashboard.py``, its own section: event list
 1M events stored, export throughput; about 20 minutes, most of it loading 1M events).
 ``--dashboard-events 100000`` (or ``BENCH_DASHBOARD_EVENTS``) sizes it, ``--skip-dashboard`` (or
 ``BENCH_DASHBOARD_EVENTS=0``) leaves it out; ``--dashboard-budget`` (``BENCH_DASHBOARD_BUDGET``)
-sets its seconds of timed calls per query.
+sets its seconds of timed calls per query. Last comes the retention benchmark
+(``scripts/bench_retention.py``, its own section: 1M events, half expired, pruned in one timed
+run of at most ``--retention-budget`` seconds, 300 by default; ``--retention-events`` /
+``BENCH_RETENTION_EVENTS``, 0 leaves it out).
 
 The generated part of the doc sits between the ``bench:ingest`` markers; text outside them
 (notes, profiling) is kept. Every process started here is stopped in ``finally``.
@@ -535,7 +538,7 @@ def server(
         procs.stop(proc)
 
 
-def run(dashboard: list[str] | None) -> int:
+def run(dashboard: list[str] | None, retention: list[str] | None) -> int:
     if shutil.which("wrk") is None:
         print("bench: wrk not found (apt-get install -y wrk)", file=sys.stderr)
         return 2
@@ -610,30 +613,23 @@ def run(dashboard: list[str] | None) -> int:
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
     status = run_forwarder_bench()
     if dashboard is not None:
-        status = run_dashboard_bench(dashboard) or status
+        status = run_script("bench_dashboard.py", dashboard, timeout=3600) or status
+    if retention is not None:
+        status = run_script("bench_retention.py", retention, timeout=3600) or status
     return status
 
 
 def run_forwarder_bench() -> int:
     """The forwarder benchmark (scripts/bench_forwarder.py: own processes, own doc section)."""
-    print("bench: forwarder (scripts/bench_forwarder.py)", flush=True)
-    script = ROOT / "scripts" / "bench_forwarder.py"
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT)
-    try:
-        return proc.wait(timeout=600)
-    finally:
-        if proc.poll() is None:  # interrupted: let it stop what it started
-            proc.terminate()
-            proc.wait(timeout=120)
+    return run_script("bench_forwarder.py", [], timeout=600)
 
 
-def run_dashboard_bench(extra: list[str]) -> int:
-    """The dashboard benchmark (scripts/bench_dashboard.py: own database, own doc section)."""
-    print(f"bench: dashboard (scripts/bench_dashboard.py {' '.join(extra)})", flush=True)
-    script = ROOT / "scripts" / "bench_dashboard.py"
-    proc = subprocess.Popen([sys.executable, str(script), *extra], cwd=ROOT)
+def run_script(name: str, extra: list[str], *, timeout: float) -> int:
+    """Run ``scripts/<name>`` (a benchmark writing its own doc section); its exit status."""
+    print(f"bench: {name} {' '.join(extra)}", flush=True)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / name), *extra], cwd=ROOT)
     try:
-        return proc.wait(timeout=3600)
+        return proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:  # interrupted: let it stop what it started
             proc.terminate()
@@ -663,6 +659,20 @@ def main() -> None:
     parser.add_argument(
         "--skip-dashboard", action="store_true", help="leave out the dashboard benchmark"
     )
+    parser.add_argument(
+        "--retention-events",
+        default=os.environ.get("BENCH_RETENTION_EVENTS", "1000000"),
+        metavar="N",
+        help="events stored (half expired) for the retention benchmark; 0 skips it"
+        " (env BENCH_RETENTION_EVENTS)",
+    )
+    parser.add_argument(
+        "--retention-budget",
+        default=os.environ.get("BENCH_RETENTION_BUDGET", "300"),
+        metavar="SECONDS",
+        help="retention benchmark: the longest the timed run may take; a slower run is stopped"
+        " there and its rate taken from what it deleted (env BENCH_RETENTION_BUDGET)",
+    )
     args = parser.parse_args()
     if args.load:
         load_main(args.load[0], args.load[1], WARMUP_S, DURATION_S)
@@ -671,7 +681,14 @@ def main() -> None:
     if not args.skip_dashboard and args.dashboard_events.strip() not in ("", "0"):
         # servers: its own HOOKBAY_BENCH_* variables, inherited (defaults: `make infra-up`'s)
         dashboard = ["--events", args.dashboard_events, "--budget", args.dashboard_budget]
-    sys.exit(run(dashboard))
+    retention = None
+    if args.retention_events.strip() not in ("", "0"):
+        mongo = os.environ.get("HOOKBAY_BENCH_MONGO", "mongodb://127.0.0.1:27017")
+        retention = [
+            "--events", args.retention_events, "--budget", args.retention_budget,
+            "--mongo-url", f"{mongo.rstrip('/')}/hookbay_bench_retention",
+        ]  # fmt: skip
+    sys.exit(run(dashboard, retention))
 
 
 if __name__ == "__main__":

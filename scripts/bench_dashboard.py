@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from benchlib import free_port, on_sigterm, percentile
+from benchlib import free_port, on_sigterm, percentile, write_doc_block
 from pymongo import AsyncMongoClient
 from ulid import ULID
 
@@ -969,13 +969,7 @@ def render(
 
 
 def write_doc(section: str) -> None:
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        after = rest.split(END, 1)[1]
-        DOC.write_text(before + section + after)
-        return
-    DOC.write_text(text.rstrip("\n") + "\n\n## Dashboard\n\n" + section + "\n")
+    write_doc_block(DOC, BEGIN, END, "## Dashboard", section)
 
 
 # --------------------------------------------------------------------------- main

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 from types import FrameType
 
 HOST = "127.0.0.1"  # benchmarks send traffic to loopback only
@@ -48,3 +49,14 @@ def free_port() -> int:
 
 def on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
+
+
+def write_doc_block(doc: Path, begin: str, end: str, heading: str, block: str) -> None:
+    """Put ``block`` (which starts with ``begin`` and ends with ``end``) in ``doc`` in place of
+    the previous one; the first time, append it under ``heading``. Text outside stays."""
+    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
+    if begin in text and end in text:
+        before, rest = text.split(begin, 1)
+        doc.write_text(before + block + rest.split(end, 1)[1])
+        return
+    doc.write_text(text.rstrip("\n") + f"\n\n{heading}\n\n" + block + "\n")
