@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from hookbay_common.topics import MAX_MESSAGE_BYTES
+from tests.support.waiting import until
 
 T = TypeVar("T")
 
@@ -36,12 +37,17 @@ class TopicReader(Generic[T]):
     async def start(self, *, from_beginning: bool = False) -> None:
         admin = AIOKafkaAdminClient(bootstrap_servers=self._bootstrap)
         await admin.start()
+        partitions: list[int] = []
         try:
-            (described,) = await admin.describe_topics([self.topic])
+            # a topic created a moment ago may not list its partitions yet
+            async def described() -> bool:
+                (topic,) = await admin.describe_topics([self.topic])
+                partitions[:] = [p["partition"] for p in topic["partitions"]]
+                return bool(partitions)
+
+            await until(described, timeout=10, what=f"partitions of {self.topic}")
         finally:
             await admin.close()
-        partitions = [p["partition"] for p in described["partitions"]]
-        assert partitions, f"topic {self.topic} has no partitions"
         await self._consumer.start()
         assigned = [TopicPartition(self.topic, p) for p in partitions]
         self._consumer.assign(assigned)
