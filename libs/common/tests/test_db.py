@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from datetime import timedelta
 
@@ -9,12 +10,14 @@ import pytest
 from pydantic import SecretStr
 from pymongo.errors import DuplicateKeyError
 
+from hookbay_common.clock import utcnow
 from hookbay_common.db import (
     AttemptRepository,
     Collections,
     Database,
     EventCursor,
     EventRepository,
+    LockRepository,
     TokenRepository,
     UserRepository,
     WebhookRepository,
@@ -336,3 +339,34 @@ async def _status(events: EventRepository, event_id: str) -> EventStatus:
     stored = await events.get(event_id)
     assert stored is not None
     return stored.status
+
+
+class TestLockRepository:
+    async def test_of_many_taking_a_lapsed_lock_at_once_exactly_one_wins(
+        self, db: Database
+    ) -> None:
+        locks = LockRepository(db)
+        await locks.ensure_collection()
+        name = unique_name("lock")
+        now = utcnow()
+        assert await locks.acquire(name, "crashed", now=now, lease_until=now) is not None
+        later = now + timedelta(seconds=1)
+        for round_ in range(3):
+            taken = await asyncio.gather(*(
+                locks.acquire(
+                    name, f"h{round_}-{i}", now=later, lease_until=later + timedelta(seconds=60)
+                )
+                for i in range(8)
+            ))  # fmt: skip
+            winners = [lease for lease in taken if lease is not None]
+            assert len(winners) == 1, taken
+            (winner,) = winners
+            current = await locks.get(name)
+            assert current is not None
+            assert current.holder == winner.holder
+            assert await locks.renew(name, "crashed", lease_until=later) is False
+            losers = [f"h{round_}-{i}" for i in range(8) if f"h{round_}-{i}" != winner.holder]
+            for loser in losers:
+                assert await locks.renew(name, loser, lease_until=later) is False
+            assert await locks.release(name, winner.holder, now=now)  # lapsed for the next round
+        assert await db.locks.count_documents({"name": name}) == 2  # older generations retired
