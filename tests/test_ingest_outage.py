@@ -149,6 +149,7 @@ class TestGracefulShutdown:
         self, env: dict[str, str], db: Database, settings: Settings
     ) -> None:
         username, name = await owner(db)
+        await ensure_configured_topics(settings)  # run alone, no earlier test has made them
         probe = Probe(settings.kafka_bootstrap, settings.topics.events)
         await probe.start()  # reads from the current end: only what this test produces
         async with ingest_process(env, capture_stderr=True) as (proc, base):

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from pydantic import SecretStr
 
 from hookbay_common import topics
@@ -24,6 +23,7 @@ from hookbay_common.wire import decode_event
 from hookbay_ingest.app import Ingest
 from hookbay_ingest.settings import IngestSettings
 from tests.support.factories import create_user, create_webhook
+from tests.support.kafka import partitions_of
 from tests.support.net import free_port
 
 
@@ -67,14 +67,7 @@ class Probe:
         self.seen: dict[str, Event] = {}
 
     async def start(self) -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=self._bootstrap)
-        await admin.start()
-        try:
-            (described,) = await admin.describe_topics([self._topic])
-        finally:
-            await admin.close()
-        partitions = [p["partition"] for p in described["partitions"]]
-        assert partitions, f"topic {self._topic} has no partitions"
+        partitions = await partitions_of(self._bootstrap, self._topic)
         await self._consumer.start()
         assigned = [TopicPartition(self._topic, p) for p in partitions]
         self._consumer.assign(assigned)

@@ -16,6 +16,25 @@ from tests.support.waiting import until
 T = TypeVar("T")
 
 
+async def partitions_of(bootstrap: str, topic: str) -> list[int]:
+    """The partition numbers of ``topic``; a topic created a moment ago may not list them yet,
+    so this waits (10 s at most) until it does."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    partitions: list[int] = []
+    try:
+
+        async def listed() -> bool:
+            (described,) = await admin.describe_topics([topic])
+            partitions[:] = [p["partition"] for p in described["partitions"]]
+            return bool(partitions)
+
+        await until(listed, timeout=10, what=f"partitions of {topic}")
+    finally:
+        await admin.close()
+    return partitions
+
+
 @dataclass(frozen=True)
 class Message(Generic[T]):
     value: T
@@ -35,19 +54,7 @@ class TopicReader(Generic[T]):
         self.messages: list[Message[T]] = []
 
     async def start(self, *, from_beginning: bool = False) -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=self._bootstrap)
-        await admin.start()
-        partitions: list[int] = []
-        try:
-            # a topic created a moment ago may not list its partitions yet
-            async def described() -> bool:
-                (topic,) = await admin.describe_topics([self.topic])
-                partitions[:] = [p["partition"] for p in topic["partitions"]]
-                return bool(partitions)
-
-            await until(described, timeout=10, what=f"partitions of {self.topic}")
-        finally:
-            await admin.close()
+        partitions = await partitions_of(self._bootstrap, self.topic)
         await self._consumer.start()
         assigned = [TopicPartition(self.topic, p) for p in partitions]
         self._consumer.assign(assigned)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -9,8 +10,30 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from hookbay_common.logs import get_logger
 from hookbay_common.settings import Settings
 from hookbay_common.topics import MAX_MESSAGE_BYTES, TopicSpec
+
+log = get_logger("hookbay.kafka")
+RECONNECT_INTERVAL = 2.0
+
+
+async def start_when_reachable(
+    producer: AIOKafkaProducer, connected: asyncio.Event, *, bootstrap: str
+) -> None:
+    """Start ``producer``, trying again every ``RECONNECT_INTERVAL`` s until the broker answers,
+    then set ``connected``. Run it as a task, so a service can start (and answer 503 for what
+    needs Kafka) while the broker is away; cancel the task to give up."""
+    while True:
+        try:
+            await producer.start()
+        except KafkaError:
+            log.warning("kafka_unreachable", bootstrap=bootstrap)
+            await asyncio.sleep(RECONNECT_INTERVAL)
+        else:
+            connected.set()
+            log.info("kafka_connected")
+            return
 
 
 def create_producer(bootstrap: str, *, client_id: str = "hookbay") -> AIOKafkaProducer:

@@ -7,7 +7,6 @@ import contextlib
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
 from pymongo import AsyncMongoClient
 from pymongo.errors import PyMongoError
 
@@ -22,7 +21,7 @@ from hookbay_common.db import (
 )
 from hookbay_common.db import client as db_client
 from hookbay_common.errors import ServiceUnavailable
-from hookbay_common.kafka import create_producer
+from hookbay_common.kafka import create_producer, start_when_reachable
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
@@ -62,7 +61,12 @@ class Runtime:
         self.producer: AIOKafkaProducer = create_producer(
             settings.kafka_bootstrap, client_id="hookbay-dashboard"
         )
-        self._connect_task = asyncio.create_task(self._connect_producer(), name="kafka-connect")
+        self._connect_task = asyncio.create_task(
+            start_when_reachable(
+                self.producer, self.kafka_connected, bootstrap=settings.kafka_bootstrap
+            ),
+            name="kafka-connect",
+        )
         self.replay_jobs = ReplayJobRepository(self.db)
         self.replay_runner = ReplayJobRunner(
             self.replay_jobs, self.webhooks, ReplayPublisher(self.require_kafka, settings.topics),
@@ -70,18 +74,6 @@ class Runtime:
             page_size=settings.replay_page_size,
         )  # fmt: skip
         self.replay_runner.start()  # bulk replays: this replica's jobs, and orphans it adopts
-
-    async def _connect_producer(self) -> None:
-        while True:
-            try:
-                await self.producer.start()
-            except KafkaError:
-                log.warning("kafka_unreachable", bootstrap=self.settings.kafka_bootstrap)
-                await asyncio.sleep(2)
-            else:
-                self.kafka_connected.set()
-                log.info("kafka_connected")
-                return
 
     def require_kafka(self) -> AIOKafkaProducer:
         """The producer, or ``ServiceUnavailable`` while the broker is unreachable."""

@@ -30,7 +30,7 @@ from hookbay_common.db import client as db_client
 from hookbay_common.errors import HookbayError, InvalidRequest, WebhookNotFound
 from hookbay_common.headers import join_headers
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.kafka import create_producer
+from hookbay_common.kafka import create_producer, start_when_reachable
 from hookbay_common.logs import get_logger
 from hookbay_common.metrics import asgi_app
 from hookbay_common.models import Event, EventStatus, RejectedReason, User, Webhook
@@ -85,20 +85,12 @@ class Ingest:
             settings.kafka_bootstrap, client_id="hookbay-ingest"
         )
         await self.view.start()
-        self._connect_task = asyncio.create_task(self._connect_producer(), name="kafka-connect")
-
-    async def _connect_producer(self) -> None:
-        """Keep trying until the broker answers: ingest serves 503s meanwhile, never 200s."""
-        while True:
-            try:
-                await self.producer.start()
-            except KafkaError:
-                log.warning("kafka_unreachable", bootstrap=self.settings.kafka_bootstrap)
-                await asyncio.sleep(2)
-            else:
-                self.kafka_connected.set()
-                log.info("kafka_connected")
-                return
+        self._connect_task = asyncio.create_task(
+            start_when_reachable(
+                self.producer, self.kafka_connected, bootstrap=settings.kafka_bootstrap
+            ),
+            name="kafka-connect",
+        )
 
     async def stop(self) -> None:
         """Flush the producer last: every request that got a 200 is already acknowledged."""
