@@ -30,10 +30,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.metadata
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -49,7 +47,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlib import free_port, make_body, on_sigterm, percentile, read_response
+from benchlib import (
+    ferretdb_version,
+    free_port,
+    kafka_version,
+    machine,
+    make_body,
+    on_sigterm,
+    package_versions,
+    percentile,
+    read_response,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -366,35 +374,14 @@ def fixed_rate(port: int, rate: int, env: dict[str, str]) -> LoadResult:
 
 
 def versions() -> dict[str, str]:
-    out: dict[str, str] = {"Python": platform.python_version()}
-    for dist in ("uvicorn", "uvloop", "httptools", "fastapi", "starlette", "aiokafka", "pymongo"):
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            out[dist] = importlib.metadata.version(dist)
-    pom = (ROOT / "deploy/local/kafka/pom.xml").read_text(errors="replace")
-    gomod = (ROOT / "deploy/local/ferretdb/go.mod").read_text(errors="replace")
-    kafka = re.search(r"<kafka.version>(.*?)</kafka.version>", pom)
-    ferret = re.search(r"^require github.com/FerretDB/FerretDB (v[\d.]+)$", gomod, re.M)
-    out["Kafka"] = kafka[1] if kafka else "?"
-    out["FerretDB"] = ferret[1] if ferret else "?"
+    out = package_versions(
+        "uvicorn", "uvloop", "httptools", "fastapi", "starlette", "aiokafka", "pymongo"
+    )
+    out["Kafka"] = kafka_version()
+    out["FerretDB"] = ferretdb_version()
     wrk = subprocess.run(["wrk", "-v"], capture_output=True, text=True, timeout=10, check=False)
     out["wrk"] = (wrk.stdout + wrk.stderr).split(" [")[0].removeprefix("wrk ").strip()
     return out
-
-
-def machine() -> str:
-    mem_kib = 0
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    gib = round(mem_kib / 1024 / 1024)
-    return f"{os.cpu_count()} cores ({model or platform.machine()}), {gib} GiB RAM, {platform.system()} {platform.release()}, loopback (127.0.0.1) only"
 
 
 def _f(value: float, digits: int = 1) -> str:

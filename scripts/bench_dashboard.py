@@ -35,12 +35,9 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
-import importlib.metadata
 import json
 import os
-import platform
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -53,7 +50,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from benchlib import free_port, on_sigterm, percentile, write_doc_block
+from benchlib import (
+    ferretdb_version,
+    free_port,
+    machine,
+    on_sigterm,
+    package_versions,
+    percentile,
+    write_doc_block,
+)
 from pymongo import AsyncMongoClient
 from ulid import ULID
 
@@ -779,33 +784,9 @@ async def export(client: httpx.AsyncClient, dash: Dashboard, stage: int, limit_s
 
 
 def versions() -> str:
-    out = [f"Python {platform.python_version()}"]
-    for dist in ("pymongo", "fastapi", "uvicorn", "httpx"):
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            out.append(f"{dist} {importlib.metadata.version(dist)}")
-    gomod = (ROOT / "deploy/local/ferretdb/go.mod").read_text(errors="replace")
-    ferret = re.search(r"^require github.com/FerretDB/FerretDB (v[\d.]+)$", gomod, re.M)
-    out.append(f"FerretDB {ferret[1] if ferret else '?'} (PostgreSQL backend)")
-    return ", ".join(out)
-
-
-def machine() -> str:
-    mem_kib = 0
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    gib = round(mem_kib / 1024 / 1024)
-    return (
-        f"{os.cpu_count()} cores ({model or platform.machine()}), {gib} GiB RAM, "
-        f"{platform.system()} {platform.release()}, loopback (127.0.0.1) only"
-    )
+    found = package_versions("pymongo", "fastapi", "uvicorn", "httpx")
+    found["FerretDB"] = f"{ferretdb_version()} (PostgreSQL backend)"
+    return ", ".join(f"{name} {version}" for name, version in found.items())
 
 
 def _f(value: float, digits: int = 1) -> str:

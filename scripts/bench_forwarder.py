@@ -32,10 +32,8 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
-import importlib.metadata
 import json
 import os
-import platform
 import re
 import signal
 import subprocess
@@ -50,7 +48,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlib import free_port, make_body, on_sigterm, percentile, read_response
+from benchlib import (
+    free_port,
+    kafka_version,
+    machine,
+    make_body,
+    on_sigterm,
+    package_versions,
+    percentile,
+    read_response,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -834,33 +841,9 @@ class Bench:
 
 
 def versions() -> str:
-    out = [f"Python {platform.python_version()}"]
-    for dist in ("uvicorn", "uvloop", "httptools", "aiohttp", "aiokafka", "pydantic"):
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            out.append(f"{dist} {importlib.metadata.version(dist)}")
-    pom = (ROOT / "deploy/local/kafka/pom.xml").read_text(errors="replace")
-    kafka = re.search(r"<kafka.version>(.*?)</kafka.version>", pom)
-    out.append(f"Kafka {kafka[1] if kafka else '?'}")
-    return ", ".join(out)
-
-
-def machine() -> str:
-    mem_kib = 0
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    gib = round(mem_kib / 1024 / 1024)
-    return (
-        f"{os.cpu_count()} cores ({model or platform.machine()}), {gib} GiB RAM, "
-        f"{platform.system()} {platform.release()}, loopback (127.0.0.1) only"
-    )
+    found = package_versions("uvicorn", "uvloop", "httptools", "aiohttp", "aiokafka", "pydantic")
+    found["Kafka"] = kafka_version()
+    return ", ".join(f"{name} {version}" for name, version in found.items())
 
 
 def _f(value: float, digits: int = 1) -> str:

@@ -4,11 +4,17 @@ is importable as ``benchlib``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib.metadata
+import os
+import platform
+import re
 import socket
 from pathlib import Path
 from types import FrameType
 
 HOST = "127.0.0.1"  # benchmarks send traffic to loopback only
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_body(size: int = 1024) -> bytes:
@@ -60,3 +66,44 @@ def write_doc_block(doc: Path, begin: str, end: str, heading: str, block: str) -
         doc.write_text(before + block + rest.split(end, 1)[1])
         return
     doc.write_text(text.rstrip("\n") + f"\n\n{heading}\n\n" + block + "\n")
+
+
+def machine() -> str:
+    """Cores, CPU model, memory and kernel of this machine, for a benchmark's write-up."""
+    mem_kib = 0
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    gib = round(mem_kib / 1024 / 1024)
+    return (
+        f"{os.cpu_count()} cores ({model or platform.machine()}), {gib} GiB RAM, "
+        f"{platform.system()} {platform.release()}, loopback (127.0.0.1) only"
+    )
+
+
+def package_versions(*dists: str) -> dict[str, str]:
+    """``{"Python": ..., dist: version}`` for the installed ones of ``dists``."""
+    out = {"Python": platform.python_version()}
+    for dist in dists:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            out[dist] = importlib.metadata.version(dist)
+    return out
+
+
+def kafka_version() -> str:
+    pom = (ROOT / "deploy/local/kafka/pom.xml").read_text(errors="replace")
+    found = re.search(r"<kafka.version>(.*?)</kafka.version>", pom)
+    return found[1] if found else "?"
+
+
+def ferretdb_version() -> str:
+    gomod = (ROOT / "deploy/local/ferretdb/go.mod").read_text(errors="replace")
+    found = re.search(r"^require github.com/FerretDB/FerretDB (v[\d.]+)$", gomod, re.M)
+    return found[1] if found else "?"
