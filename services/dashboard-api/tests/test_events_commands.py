@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import pty
 import signal
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -30,10 +28,10 @@ from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_task
 from tests.support.factories import TEST_SECRET_KEY, create_event, create_user, create_webhook
 from tests.support.kafka import TopicReader
+from tests.support.terminal import HOOKBAY, run_with_terminal_stderr
 
 Invoke = Callable[..., Awaitable[Result]]
 DESTINATION = "http://127.0.0.1:9/hook"
-HOOKBAY = os.path.join(os.path.dirname(sys.executable), "hookbay")
 
 
 @pytest.fixture
@@ -233,36 +231,15 @@ class TestEventsExport:
     ) -> None:
         """stderr is a pseudo-terminal: the bar shows there, the file is the same export."""
         output = tmp_path / "orders.json"
-        controller, terminal = pty.openpty()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                HOOKBAY, "events", "export", hook.username, "orders", "--output", str(output),
-                env={**os.environ, **env, "COLUMNS": "100"}, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=terminal,
-            )  # fmt: skip
-            os.close(terminal)
-            stdout, _ = await asyncio.wait_for(proc.communicate(), 60)
-            screen = await asyncio.to_thread(_read_all, controller)
-        finally:
-            os.close(controller)
-        assert proc.returncode == 0, screen
+        code, stdout, screen = await run_with_terminal_stderr(
+            HOOKBAY, "events", "export", hook.username, "orders", "--output", str(output),
+            env=env, columns=100,
+        )  # fmt: skip
+        assert code == 0, screen
         assert stdout == b""
         assert "exporting" in screen
         assert "3/3" in screen
         assert [e["id"] for e in json.loads(output.read_text())] == [e.id for e in three]
-
-
-def _read_all(fd: int) -> str:
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:  # EIO: the other side of the terminal is closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
 
 
 class TestEventsReplay:

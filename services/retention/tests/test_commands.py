@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import pty
-import re
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -24,9 +19,9 @@ from hookbay_common.db import LockRepository
 from hookbay_common.db.client import Collections, Database
 from hookbay_retention.service import LOCK_NAME
 from tests.support.retention import create_owner, days_ago, stored_ids
+from tests.support.terminal import HOOKBAY, run_with_terminal_stderr
 
 Invoke = Callable[..., Awaitable[Result]]
-HOOKBAY = os.path.join(os.path.dirname(sys.executable), "hookbay")
 
 
 @pytest.fixture
@@ -135,36 +130,12 @@ class TestRetentionRun:
         now = utcnow()
         await create_owner(rdb, "free", [days_ago(now, 31)] * 4)
         await create_owner(rdb, "pro", [days_ago(now, 31)])
-        controller, terminal = pty.openpty()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                HOOKBAY, "retention", "run", "--json",
-                env={**os.environ, **retention_env, "COLUMNS": "120"},
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=terminal,
-            )  # fmt: skip
-            os.close(terminal)
-            stdout, _ = await asyncio.wait_for(proc.communicate(), 60)
-            screen = re.sub(
-                r"\x1b\[[0-9;?]*[A-Za-z]", "", await asyncio.to_thread(_read_all, controller)
-            )
-        finally:
-            os.close(controller)
-        assert proc.returncode == 0, screen
+        code, stdout, screen = await run_with_terminal_stderr(
+            HOOKBAY, "retention", "run", "--json", env=retention_env
+        )
+        assert code == 0, screen
         assert "retention" in screen
         assert "2/2 owners" in screen
         assert "4 events, 4 attempts" in screen
         assert '"event"' not in screen  # no log lines under the bar
         assert json.loads(stdout)["events"] == 4
-
-
-def _read_all(fd: int) -> str:
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:  # EIO: the other side of the terminal is closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
