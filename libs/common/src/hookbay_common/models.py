@@ -106,8 +106,9 @@ class Session(_Record):
     expires_at: datetime
 
 
-class Event(_Record):
-    """One captured request. ``body`` holds the exact bytes received."""
+class EventHead(_Record):
+    """An event without its request headers and body: what lists and live tails show, read
+    with a projection that leaves the (up to 4.5 MB) body in the database."""
 
     id: str
     request_id: str
@@ -115,8 +116,6 @@ class Event(_Record):
     username: str
     webhook_name: str
     client_ip: str
-    request_headers: dict[str, str]
-    body: bytes = Field(repr=False)
     content_type: str | None = None
     signature_valid: bool | None = None
     status: EventStatus = EventStatus.PENDING
@@ -124,6 +123,13 @@ class Event(_Record):
     forward_url: str | None = None
     """The webhook's destination when the event arrived; ``None``: nothing to deliver."""
     created_at: datetime
+
+
+class Event(EventHead):
+    """One captured request. ``body`` holds the exact bytes received."""
+
+    request_headers: dict[str, str]
+    body: bytes = Field(repr=False)
 
     @property
     def initial_status(self) -> EventStatus:

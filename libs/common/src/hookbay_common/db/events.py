@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict
 from pymongo import ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
@@ -21,7 +20,7 @@ from hookbay_common.db.documents import (
     headers_from_document,
     headers_to_document,
 )
-from hookbay_common.models import Attempt, Event, EventStatus, RejectedReason
+from hookbay_common.models import Attempt, Event, EventHead, EventStatus
 
 
 @dataclass(frozen=True)
@@ -30,26 +29,6 @@ class EventCursor:
 
     created_at: datetime
     event_id: str
-
-
-class EventHead(BaseModel):
-    """An event without its request headers and body: what lists show, read with a projection
-    that leaves the (up to 4.5 MB) body in the database."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    id: str
-    request_id: str
-    webhook_id: str
-    username: str
-    webhook_name: str
-    client_ip: str
-    content_type: str | None = None
-    signature_valid: bool | None = None
-    status: EventStatus
-    rejected_reason: RejectedReason | None = None
-    forward_url: str | None = None
-    created_at: datetime
 
 
 _HEAD_PROJECTION: Final = {
@@ -61,7 +40,9 @@ _HEAD_PROJECTION: Final = {
 
 
 def _head_from_document(doc: dict[str, Any]) -> EventHead:
-    return EventHead.model_validate({**doc, "id": doc["_id"]})
+    doc = dict(doc)
+    doc["id"] = doc.pop("_id")
+    return EventHead.model_validate(doc)
 
 
 def event_to_document(event: Event) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from hookbay_common.db import (
     ReplayJobRepository,
     WebhookRepository,
 )
-from hookbay_common.db.events import EventHead
 from hookbay_common.kafka import create_producer
+from hookbay_common.models import EventHead
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.schemas import EventPage, StatusFilter
 from hookbay_dashboard.events.service import EventService, ExportStream

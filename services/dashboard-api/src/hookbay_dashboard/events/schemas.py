@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hookbay_common.db.events import EventHead
 from hookbay_common.models import (
     Attempt,
     AttemptTrigger,
     BodyEncoding,
     Event,
+    EventHead,
     EventStatus,
     RejectedReason,
     body_to_text,

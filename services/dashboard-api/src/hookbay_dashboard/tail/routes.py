@@ -9,7 +9,7 @@ import anyio
 from fastapi import APIRouter, Header
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 
-from hookbay_common.db.events import EventHead
+from hookbay_common.models import EventHead
 from hookbay_dashboard.deps import CurrentUser, TailDep
 from hookbay_dashboard.tail.service import summarize
 

@@ -28,8 +28,8 @@ import anyio
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db import EventRepository, WebhookRepository
-from hookbay_common.db.events import EventHead
 from hookbay_common.ids import IdPrefix, has_prefix
+from hookbay_common.models import EventHead
 from hookbay_dashboard.events.schemas import EventSummary
 
 TAIL_LOOKBACK: Final = timedelta(seconds=60)
