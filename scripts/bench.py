@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import (
+    SEND_ERRORS,
+    KeepAlivePool,
     ferretdb_version,
     free_port,
     kafka_version,
@@ -56,7 +58,6 @@ from benchlib import (
     on_sigterm,
     package_versions,
     percentile,
-    read_response,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,9 +115,6 @@ async def open_loop(port: int, rate: int, warmup: float, duration: float) -> Loa
         f"POST {PATH} HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(BODY)}\r\n\r\n"
     ).encode() + BODY
-    # idle keep-alive connections, oldest first, with the time each was last used
-    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
-    open_count = 0
     latencies: list[float] = []
     counters = {"sent": 0, "ok": 0, "errors": 0}
     kinds: dict[str, int] = {}
@@ -126,60 +124,29 @@ async def open_loop(port: int, rate: int, warmup: float, duration: float) -> Loa
     total = int(rate * (warmup + duration))
     start = clock() + 0.05
     measure_from = start + warmup
+    pool = KeepAlivePool(
+        port, max_connections=MAX_CONNECTIONS, keepalive=KEEPALIVE_S,
+        timeout=REQUEST_TIMEOUT_S, clock=clock,
+    )  # fmt: skip
 
     async def one(scheduled: float) -> None:
-        nonlocal open_count
         measured = scheduled >= measure_from
-        conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        # uvicorn closes keep-alive connections idle for 5 s; a request written into one that
-        # is being closed gets no answer, so retire ours before that (as HTTP clients do)
-        stale = clock() - KEEPALIVE_S
-        for _ in range(len(idle)):
-            if idle[0][2] >= stale:
-                break
-            idle.pop(0)[1].close()
-            open_count -= 1
         try:
-            async with asyncio.timeout(REQUEST_TIMEOUT_S):
-                if idle:
-                    reader, writer, _ = idle.pop()
-                    conn = (reader, writer)
-                elif open_count < MAX_CONNECTIONS:
-                    open_count += 1
-                    try:
-                        conn = await asyncio.open_connection(HOST, port)
-                    except BaseException:
-                        open_count -= 1
-                        raise
-                else:
-                    raise RuntimeError("connection pool exhausted")
-                conn[1].write(request)
-                status = await read_response(conn[0])
-            done = clock()
-            idle.append((*conn, done))
-            if measured:
-                counters["sent"] += 1
-                if status == 200:
-                    counters["ok"] += 1
-                    latencies.append(done - scheduled)
-                else:
-                    counters["errors"] += 1
-                    kinds[f"HTTP {status}"] = kinds.get(f"HTTP {status}", 0) + 1
-        except (
-            OSError,
-            RuntimeError,
-            TimeoutError,
-            ValueError,
-            IndexError,
-            asyncio.IncompleteReadError,
-        ) as exc:
-            if conn is not None:
-                conn[1].close()
-                open_count -= 1
+            status, done = await pool.send(request)
+        except SEND_ERRORS as exc:
             if measured:
                 counters["sent"] += 1
                 counters["errors"] += 1
                 kinds[type(exc).__name__] = kinds.get(type(exc).__name__, 0) + 1
+            return
+        if measured:
+            counters["sent"] += 1
+            if status == 200:
+                counters["ok"] += 1
+                latencies.append(done - scheduled)
+            else:
+                counters["errors"] += 1
+                kinds[f"HTTP {status}"] = kinds.get(f"HTTP {status}", 0) + 1
 
     next_index = 0
     deadline = start + warmup + duration + 1.0
@@ -200,8 +167,7 @@ async def open_loop(port: int, rate: int, warmup: float, duration: float) -> Loa
     if tasks:
         await asyncio.wait(tasks, timeout=REQUEST_TIMEOUT_S + 1)
     end = start + warmup + duration
-    for _, writer, _ in idle:
-        writer.close()
+    pool.close()
     latencies.sort()
     return LoadResult(
         rate=rate,

@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import (
+    SEND_ERRORS,
+    KeepAlivePool,
     free_port,
     kafka_version,
     machine,
@@ -56,7 +58,6 @@ from benchlib import (
     on_sigterm,
     package_versions,
     percentile,
-    read_response,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,8 +141,6 @@ async def open_loop(spec: dict[str, Any]) -> dict[str, Any]:
         schedule.append((i / slow_rate + 0.5 / slow_rate, spec["slow_owner"], True))
     schedule.sort(key=lambda item: item[0])
 
-    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
-    open_count = 0
     counts = {False: ClassCounts(), True: ClassCounts()}
     latencies: list[float] = []
     kinds: dict[str, int] = {}
@@ -158,61 +157,33 @@ async def open_loop(spec: dict[str, Any]) -> dict[str, Any]:
             f"Content-Length: {len(BODY)}\r\n\r\n"
         ).encode() + BODY
 
+    pool = KeepAlivePool(
+        port, max_connections=MAX_CONNECTIONS, keepalive=KEEPALIVE_S,
+        timeout=REQUEST_TIMEOUT_S, clock=clock,
+    )  # fmt: skip
+
     async def one(scheduled: float, owner: str, slow: bool) -> None:
-        nonlocal open_count
         measured = scheduled >= measure_from
         counter = counts[slow]
-        conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        stale = clock() - KEEPALIVE_S  # retire connections before uvicorn's 5 s idle close
-        for _ in range(len(idle)):
-            if idle[0][2] >= stale:
-                break
-            idle.pop(0)[1].close()
-            open_count -= 1
         try:
-            async with asyncio.timeout(REQUEST_TIMEOUT_S):
-                if idle:
-                    reader, writer, _ = idle.pop()
-                    conn = (reader, writer)
-                elif open_count < MAX_CONNECTIONS:
-                    open_count += 1
-                    try:
-                        conn = await asyncio.open_connection(HOST, port)
-                    except BaseException:
-                        open_count -= 1
-                        raise
-                else:
-                    raise RuntimeError("connection pool exhausted")
-                conn[1].write(request(owner, scheduled))
-                status = await read_response(conn[0])
-            done = clock()
-            idle.append((*conn, done))
-            if status == 200:
-                counter.ok_total += 1
-            if measured:
-                counter.sent += 1
-                if status == 200:
-                    counter.ok += 1
-                    if not slow:
-                        latencies.append(done - scheduled)
-                else:
-                    counter.errors += 1
-                    kinds[f"HTTP {status}"] = kinds.get(f"HTTP {status}", 0) + 1
-        except (
-            OSError,
-            RuntimeError,
-            TimeoutError,
-            ValueError,
-            IndexError,
-            asyncio.IncompleteReadError,
-        ) as exc:
-            if conn is not None:
-                conn[1].close()
-                open_count -= 1
+            status, done = await pool.send(request(owner, scheduled))
+        except SEND_ERRORS as exc:
             if measured:
                 counter.sent += 1
                 counter.errors += 1
                 kinds[type(exc).__name__] = kinds.get(type(exc).__name__, 0) + 1
+            return
+        if status == 200:
+            counter.ok_total += 1
+        if measured:
+            counter.sent += 1
+            if status == 200:
+                counter.ok += 1
+                if not slow:
+                    latencies.append(done - scheduled)
+            else:
+                counter.errors += 1
+                kinds[f"HTTP {status}"] = kinds.get(f"HTTP {status}", 0) + 1
 
     next_index = 0
     total = len(schedule)
@@ -232,8 +203,7 @@ async def open_loop(spec: dict[str, Any]) -> dict[str, Any]:
             await asyncio.sleep(max(0.001, start + schedule[next_index][0] - clock()))
     if tasks:
         await asyncio.wait(tasks, timeout=REQUEST_TIMEOUT_S + 1)
-    for _, writer, _ in idle:
-        writer.close()
+    pool.close()
     latencies.sort()
     return {
         "measure_from": wall0 + measure_from,

@@ -10,6 +10,7 @@ import os
 import platform
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -107,3 +108,74 @@ def ferretdb_version() -> str:
     gomod = (ROOT / "deploy/local/ferretdb/go.mod").read_text(errors="replace")
     found = re.search(r"^require github.com/FerretDB/FerretDB (v[\d.]+)$", gomod, re.M)
     return found[1] if found else "?"
+
+
+SEND_ERRORS = (
+    OSError,
+    RuntimeError,
+    TimeoutError,
+    ValueError,
+    IndexError,
+    asyncio.IncompleteReadError,
+)
+"""What ``KeepAlivePool.send`` raises when a request got no status."""
+
+
+class KeepAlivePool:
+    """HTTP/1.1 keep-alive connections to ``HOST:port`` for an open-loop load generator.
+
+    uvicorn closes a keep-alive connection idle for 5 s, and a request written into one being
+    closed gets no answer, so connections idle for ``keepalive`` seconds are retired first (as
+    HTTP clients do). More than ``max_connections`` in flight is an error, not a queue: an
+    open-loop client must not wait for the server."""
+
+    def __init__(
+        self, port: int, *, max_connections: int, keepalive: float, timeout: float,
+        clock: Callable[[], float],
+    ) -> None:  # fmt: skip
+        self._port = port
+        self._max = max_connections
+        self._keepalive = keepalive
+        self._timeout = timeout
+        self._clock = clock
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
+        """Idle connections, oldest first, with the time each was last used."""
+        self._open = 0
+
+    async def send(self, request: bytes) -> tuple[int, float]:
+        """Send ``request`` and read the response; (status, when it was read). Raises one of
+        ``SEND_ERRORS`` (the connection is closed then)."""
+        stale = self._clock() - self._keepalive
+        while self._idle and self._idle[0][2] < stale:
+            self._idle.pop(0)[1].close()
+            self._open -= 1
+        conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        try:
+            async with asyncio.timeout(self._timeout):
+                if self._idle:
+                    reader, writer, _ = self._idle.pop()
+                    conn = (reader, writer)
+                elif self._open < self._max:
+                    self._open += 1
+                    try:
+                        conn = await asyncio.open_connection(HOST, self._port)
+                    except BaseException:
+                        self._open -= 1
+                        raise
+                else:
+                    raise RuntimeError("connection pool exhausted")
+                conn[1].write(request)
+                status = await read_response(conn[0])
+        except SEND_ERRORS:
+            if conn is not None:
+                conn[1].close()
+                self._open -= 1
+            raise
+        done = self._clock()
+        self._idle.append((*conn, done))
+        return status, done
+
+    def close(self) -> None:
+        for _, writer, _ in self._idle:
+            writer.close()
+        self._idle.clear()
