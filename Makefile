@@ -8,8 +8,14 @@ UV_VERSION := 0.13.8
 UV := $(CURDIR)/.cache/tools/bin/uv
 INFRA := deploy/local/infra.sh
 # the test stack runs beside a `make run` stack: own ports, own data, stopped after the run
-TEST_ENV := HOOKBAY_INFRA_RUN=$(CURDIR)/.cache/test-run HOOKBAY_INFRA_KAFKA_PORT=19092 \
-            HOOKBAY_INFRA_MONGO_PORT=27018 HOOKBAY_INFRA_REDIS_PORT=16379 HOOKBAY_INFRA_PG_PORT=15433
+# (ports overridable, e.g. `make test TEST_KAFKA_PORT=29092 ...`, so two checkouts can test at once)
+TEST_KAFKA_PORT ?= 19092
+TEST_MONGO_PORT ?= 27018
+TEST_REDIS_PORT ?= 16379
+TEST_PG_PORT ?= 15433
+TEST_ENV := HOOKBAY_INFRA_RUN=$(CURDIR)/.cache/test-run HOOKBAY_INFRA_KAFKA_PORT=$(TEST_KAFKA_PORT) \
+            HOOKBAY_INFRA_MONGO_PORT=$(TEST_MONGO_PORT) HOOKBAY_INFRA_REDIS_PORT=$(TEST_REDIS_PORT) \
+            HOOKBAY_INFRA_PG_PORT=$(TEST_PG_PORT)
 PYTEST_WORKERS ?= 2
 
 help:
@@ -55,8 +61,9 @@ run: install
 test: install lint
 	@$(TEST_ENV) $(INFRA) up
 	@set -o pipefail; status=0; \
-	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:19092 HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:27018 \
-	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:16379 \
+	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
+	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
+	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \
 	  $(UV) run --frozen pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || status=$$?; \
 	  $(TEST_ENV) $(INFRA) down; exit $$status
 
