@@ -12,7 +12,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -21,6 +20,8 @@ import time
 import urllib.request
 from pathlib import Path
 from types import FrameType
+
+from hookbay_common.localenv import local_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -46,31 +47,11 @@ SERVICES: list[tuple[str, list[str], str, int]] = [
 
 
 def environment() -> dict[str, str]:
+    """The caller's environment plus the checkout's local settings for whatever it leaves unset
+    (the same values the ``hookbay`` command falls back on: ``hookbay_common.localenv``)."""
     env = dict(os.environ)
-    env.setdefault(
-        "HOOKBAY_KAFKA_BOOTSTRAP", f"127.0.0.1:{env.get('HOOKBAY_INFRA_KAFKA_PORT', '9092')}"
-    )
-    env.setdefault(
-        "HOOKBAY_MONGO_URL",
-        f"mongodb://127.0.0.1:{env.get('HOOKBAY_INFRA_MONGO_PORT', '27017')}/hookbay",
-    )
-    env.setdefault(
-        "HOOKBAY_REDIS_URL", f"redis://127.0.0.1:{env.get('HOOKBAY_INFRA_REDIS_PORT', '6379')}/0"
-    )
-    env.setdefault("HOOKBAY_ALLOW_PRIVATE_DESTINATIONS", "true")  # a local stack forwards locally
-    env.setdefault("HOOKBAY_SECRET_KEY", local_secret_key())
-    env.setdefault("HOOKBAY_COOKIE_SECURE", "false")  # the local dashboard is plain http
+    env.update(local_defaults(ROOT, env, create_key=True))
     return env
-
-
-def local_secret_key() -> str:
-    """A key generated once per checkout, so stored webhook secrets stay readable across runs."""
-    path = ROOT / ".cache" / "secret_key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_hex(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
 
 
 def infra_running() -> bool:

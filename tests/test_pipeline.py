@@ -49,7 +49,7 @@ class Pipeline:
                 secret=SecretStr(secret) if secret else None,
             )
         )
-        await self.ingest.view.refresh()
+        await self.ingest.view.reconcile()
         return f"/w/{user.username}/{hook.name}"
 
     async def event(self, request_id: str, status: EventStatus) -> Event:
@@ -79,6 +79,7 @@ async def pipeline(settings: Settings, db: Database) -> AsyncIterator[Pipeline]:
         ingest: Ingest = app.state.ingest
         async with asyncio.timeout(30):
             await ingest.kafka_connected.wait()
+            await ingest.view.following.wait()
         transport = httpx.ASGITransport(app=app, client=("198.51.100.7", 40000))
         async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as client:
             yield Pipeline(client, ingest, db, receiver)

@@ -26,6 +26,7 @@ async def stack(settings: Settings, db: Database) -> AsyncIterator[Stack]:
     async with app.router.lifespan_context(app):
         async with asyncio.timeout(30):
             await ingest.kafka_connected.wait()
+            await ingest.view.following.wait()
         transport = httpx.ASGITransport(app=app, client=("198.51.100.7", 40000))
         async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as client:
             box = SecretBox(TEST_SECRET_KEY)

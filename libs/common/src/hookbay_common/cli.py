@@ -7,34 +7,31 @@ line on stderr and exit status 1 (usage mistakes exit 2, as click does).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from importlib.metadata import entry_points
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import structlog
-from aiokafka.errors import KafkaError
-from pydantic import ValidationError
-from pymongo.errors import PyMongoError
-from rich.console import Console
-from rich.table import Table
 
-from hookbay_common.clock import isoformat
-from hookbay_common.db import client as db_client
-from hookbay_common.db.client import Database
-from hookbay_common.errors import HookbayError
-from hookbay_common.kafka import ensure_configured_topics
-from hookbay_common.plans import PlanBook, load_plans
-from hookbay_common.secrets_box import SecretBox
-from hookbay_common.settings import Settings
+# Start-up cost: `hookbay --help` must stay well under 0.3 s of CPU, so this module and every
+# command module import only click at the top; database, Kafka, pydantic and rich are imported
+# inside the functions that use them (docs/benchmarks.md, "CLI start-up").
+if TYPE_CHECKING:
+    from aiokafka import AIOKafkaProducer
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    from hookbay_common.configlog import ConfigPublisher
+    from hookbay_common.db.client import Database
+    from hookbay_common.plans import PlanBook
+    from hookbay_common.secrets_box import SecretBox
+    from hookbay_common.settings import Settings
 
 T = TypeVar("T")
 
@@ -47,6 +44,33 @@ class Runtime:
     db: Database
     plans: PlanBook
     box: SecretBox
+    config: ConfigPublisher
+    """Publishes configuration changes to the change log (``hookbay_common.configlog``)."""
+
+
+@dataclass
+class _LazyProducer:
+    """A producer started on the first send (most commands never send), closed with the run."""
+
+    bootstrap: str
+    producer: AIOKafkaProducer | None = None
+    failures: list[str] = field(default_factory=list)
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> None:
+        from hookbay_common.kafka import create_producer
+
+        try:
+            if self.producer is None:
+                self.producer = create_producer(self.bootstrap, client_id="hookbay-cli")
+                await self.producer.start()
+            await self.producer.send_and_wait(topic, value, key=key)
+        except BaseException as exc:
+            self.failures.append(type(exc).__name__)
+            raise
+
+    async def close(self) -> None:
+        if self.producer is not None:
+            await self.producer.stop()
 
 
 class CliState:
@@ -55,6 +79,10 @@ class CliState:
 
     @cached_property
     def settings(self) -> Settings:
+        from hookbay_common.localenv import apply_local_defaults
+        from hookbay_common.settings import Settings
+
+        apply_local_defaults()  # in a checkout: what `make run` uses, for whatever is unset
         return Settings()  # type: ignore[call-arg]  # secret_key comes from the environment
 
     def run(self, work: Callable[[Runtime], Awaitable[T]]) -> T:
@@ -62,7 +90,11 @@ class CliState:
 
         The services' log lines are held back meanwhile: they are for operators of a server
         (and structlog, unconfigured in a command, would print them to stdout), while a
-        command's output is its result, or the one error line ``_Shell`` prints."""
+        command's output is its result, or the one error line ``_Shell`` prints. A change
+        that could not be published to the change log is reported as one warning line."""
+        import asyncio
+
+        import structlog
 
         async def main() -> T:
             async with self._runtime() as runtime:
@@ -80,25 +112,46 @@ class CliState:
 
     @asynccontextmanager
     async def _runtime(self) -> AsyncIterator[Runtime]:
+        from hookbay_common.configlog import ConfigPublisher
+        from hookbay_common.db import client as db_client
+        from hookbay_common.plans import load_plans
+        from hookbay_common.secrets_box import SecretBox
+
         settings = self.settings
         plans = load_plans(settings.plans_file)
         mongo = db_client.connect(settings.mongo_url)
+        producer = _LazyProducer(settings.kafka_bootstrap)
         try:
             db = db_client.database(mongo)
             await db_client.migrate(db)
-            yield Runtime(settings, db, plans, SecretBox(settings.secret_key.get_secret_value()))
+            box = SecretBox(settings.secret_key.get_secret_value())
+            config = ConfigPublisher(producer.send, settings.topics.config, box)
+            yield Runtime(settings, db, plans, box, config)
         finally:
+            await producer.close()
             await mongo.close()
+            if producer.failures:
+                click.echo(
+                    "hookbay: warning: saved, but not published to the configuration change log "
+                    f"({producer.failures[0]}: is Kafka at {settings.kafka_bootstrap} running?);"
+                    " ingest applies it at its next reconciliation "
+                    "(HOOKBAY_VIEW_RECONCILE_INTERVAL, 60 s by default)",
+                    err=True,
+                )
 
     def emit(self, data: Any, *, human: Callable[[Console], None]) -> None:
         """Print ``data`` as JSON under ``--json``, else call ``human`` with a console."""
         if self.json:
             click.echo(json.dumps(data, default=_json_default, indent=2))
         else:
+            from rich.console import Console
+
             human(Console(highlight=False, soft_wrap=True))
 
 
 def table(console: Console, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    from rich.table import Table
+
     grid = Table(*columns, box=None, pad_edge=False, header_style="bold")
     for row in rows:
         grid.add_row(*("-" if cell is None else str(cell) for cell in row))
@@ -106,6 +159,8 @@ def table(console: Console, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 
 def _json_default(value: object) -> Any:
+    from hookbay_common.clock import isoformat
+
     if isinstance(value, datetime):
         return isoformat(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
@@ -130,23 +185,54 @@ class _Shell(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except HookbayError as exc:
-            _fail(exc.message)
-        except ValidationError as exc:
-            _fail(_settings_problem(exc))
-        except PyMongoError as exc:
-            _fail(f"database error: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-        except KafkaError as exc:
-            _fail(f"Kafka error: {type(exc).__name__}: {exc}")
-        except OSError as exc:
-            _fail(f"{type(exc).__name__}: {exc}")
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise  # --help, usage mistakes: click's own handling
+        except Exception as exc:  # expected kinds become one line, the others re-raise
+            _fail(_problem(exc))
+
+
+def _problem(exc: Exception) -> str:
+    """One line for an expected failure; re-raises anything else (a bug shows its traceback).
+    The libraries are imported here, once a command failed, not at start-up."""
+    from aiokafka.errors import KafkaError
+    from pydantic import ValidationError
+    from pymongo.errors import PyMongoError
+
+    from hookbay_common.errors import HookbayError
+
+    if isinstance(exc, HookbayError):
+        return exc.message
+    if isinstance(exc, ValidationError):
+        return _settings_problem(exc)
+    if isinstance(exc, PyMongoError):
+        return f"database error: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    if isinstance(exc, KafkaError):
+        return f"Kafka error: {type(exc).__name__}: {exc}"
+    if isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {exc}"
+    raise exc
 
 
 def _settings_problem(exc: ValidationError) -> str:
-    problems = [
-        f"HOOKBAY_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
-        for err in exc.errors()
-    ]
+    from hookbay_common.localenv import SECRET_KEY_FILE, checkout_root
+
+    problems = []
+    for err in exc.errors():
+        variable = f"HOOKBAY_{'_'.join(str(p) for p in err['loc']).upper()}"
+        if err["type"] == "missing":
+            hint = "set it to the value the services use"
+            if variable == "HOOKBAY_SECRET_KEY":
+                root = checkout_root()
+                hint = (
+                    f"set it to the services' key, or run `make run` once in {root} (it "
+                    f"generates {SECRET_KEY_FILE})"
+                    if root
+                    else "set it to the value the services use (`openssl rand -hex 32` for a new "
+                    "installation)"
+                )
+            problems.append(f"{variable} is not set: {hint}")
+        else:
+            problems.append(f"{variable}: {err['msg']}")
     return "invalid settings: " + "; ".join(problems)
 
 
@@ -171,18 +257,39 @@ def hookbay(ctx: click.Context, as_json: bool) -> None:
 def migrate_command(state: CliState) -> None:
     """Create MongoDB indexes and Kafka topics that are missing (idempotent)."""
 
-    async def work(rt: Runtime) -> list[str]:  # the runtime has already migrated MongoDB
-        return await ensure_configured_topics(rt.settings)
+    async def work(rt: Runtime) -> tuple[list[str], int]:  # MongoDB is migrated already
+        from hookbay_common.kafka import ensure_configured_topics
 
-    created = state.run(work)
+        created = await ensure_configured_topics(rt.settings)
+        return created, await publish_configuration(rt)
+
+    created, published = state.run(work)
     state.emit(
-        {"indexes": "ok", "topics_created": created},
-        human=lambda c: c.print(f"indexes ok; topics created: {', '.join(created) or 'none'}"),
+        {"indexes": "ok", "topics_created": created, "config_published": published},
+        human=lambda c: c.print(
+            f"indexes ok; topics created: {', '.join(created) or 'none'}; "
+            f"{published} users and webhooks published to the change log"
+        ),
     )
+
+
+async def publish_configuration(rt: Runtime) -> int:
+    """Publish every user and webhook as it is stored (how a migration that rewrote them, or a
+    restored database, reaches the change log); how many were published."""
+    from hookbay_common.db import UserRepository, WebhookRepository
+
+    published = 0
+    for user in await UserRepository(rt.db).list_all():
+        published += await rt.config.user_changed(user)
+    for webhook in await WebhookRepository(rt.db, rt.box).list_all():
+        published += await rt.config.webhook_changed(webhook)
+    return published
 
 
 def build() -> click.Group:
     """The ``hookbay`` group with every installed service's commands added."""
+    from importlib.metadata import entry_points
+
     for entry in entry_points(group="hookbay.commands"):
         if entry.name not in hookbay.commands:
             hookbay.add_command(entry.load(), entry.name)

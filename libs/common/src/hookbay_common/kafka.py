@@ -76,7 +76,10 @@ async def ensure_topics(
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="hookbay-admin")
     await admin.start()
     try:
-        new = [NewTopic(s.name, partitions, replication, topic_configs=s.config) for s in specs]
+        new = [
+            NewTopic(s.name, s.partitions or partitions, replication, topic_configs=s.config)
+            for s in specs
+        ]
         response = await admin.create_topics(new)
     finally:
         await admin.close()
@@ -88,6 +91,19 @@ async def ensure_topics(
             message = rest[0] if rest else ""
             raise KafkaError(f"cannot create topic {name}: error {code} {message}")
     return created
+
+
+async def topic_partitions(bootstrap: str, topic: str) -> list[int]:
+    """The partition numbers of ``topic`` (empty while the broker does not list it yet)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="hookbay-admin")
+    await admin.start()
+    try:
+        (described,) = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    if described.get("error_code", 0) != 0:
+        return []
+    return sorted(p["partition"] for p in described.get("partitions", []))
 
 
 async def ensure_configured_topics(settings: Settings) -> list[str]:

@@ -18,12 +18,15 @@ DEFAULT_NAMESPACE: Final = "hookbay"
 NAMESPACE_PATTERN: Final = r"^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$"
 
 _LARGE = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+_COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
 
 
 @dataclass(frozen=True)
 class TopicSpec:
     name: str
     config: dict[str, str] = field(default_factory=dict)
+    partitions: int | None = None
+    """``None``: the installation's default (``HOOKBAY_KAFKA_PARTITIONS``)."""
 
 
 def format_delay(seconds: float) -> str:
@@ -61,6 +64,12 @@ class Topics:
         """Replay requests (delivery tasks with trigger ``replay``), keyed by event id."""
         return f"{self.namespace}.replays"
 
+    @property
+    def config(self) -> str:
+        """The configuration change log: the latest state of every user and webhook, keyed
+        ``user:{username}`` / ``webhook:{username}/{name}``; compacted (see ``configlog``)."""
+        return f"{self.namespace}.config"
+
     def retry(self, delay: float) -> str:
         """The delay tier holding retries due ``delay`` seconds after they were scheduled."""
         return f"{self.namespace}.retry.{format_delay(delay)}"
@@ -76,4 +85,9 @@ class Topics:
         """Every topic with its configuration, including one tier per distinct retry delay."""
         names = [self.events, self.attempts, self.events_dlq, self.replays]
         names += sorted({self.retry(d) for d in retry_delays})
-        return [TopicSpec(name, dict(_LARGE)) for name in names]
+        return [TopicSpec(name, dict(_LARGE)) for name in names] + [self.config_spec()]
+
+    def config_spec(self) -> TopicSpec:
+        """The change log: compacted (the latest record per key is kept forever), one partition
+        (a few changes per minute; one partition keeps "caught up" a single offset)."""
+        return TopicSpec(self.config, dict(_COMPACTED), partitions=1)

@@ -7,42 +7,69 @@ Registered under the ``hookbay.commands`` entry-point group; the ``hookbay`` she
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
-from hookbay_common.db import TokenRepository, UserRepository, WebhookRepository
-from hookbay_common.errors import InvalidRequest
-from hookbay_common.models import User, Webhook
-from hookbay_dashboard.accounts.schemas import UserRead
-from hookbay_dashboard.accounts.service import AccountService, IssuedToken
-from hookbay_dashboard.webhooks.schemas import WebhookRead
-from hookbay_dashboard.webhooks.service import UNCHANGED, WebhookService
+
+# Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hookbay_common.models import User, Webhook
+    from hookbay_dashboard.accounts.service import AccountService, IssuedToken
+    from hookbay_dashboard.webhooks.service import WebhookService
 
 
 def _accounts(rt: Runtime) -> AccountService:
-    return AccountService(UserRepository(rt.db), TokenRepository(rt.db), rt.plans)
+    from hookbay_common.db import (
+        AttemptRepository,
+        EventRepository,
+        SessionRepository,
+        TokenRepository,
+        UserRepository,
+        WebhookRepository,
+    )
+    from hookbay_dashboard.accounts.service import AccountService, OwnerData
+
+    owner_data = OwnerData(
+        WebhookRepository(rt.db, rt.box), EventRepository(rt.db), AttemptRepository(rt.db),
+        SessionRepository(rt.db),
+    )  # fmt: skip
+    return AccountService(
+        UserRepository(rt.db), TokenRepository(rt.db), rt.plans,
+        sessions=SessionRepository(rt.db), publisher=rt.config, owner_data=owner_data,
+    )  # fmt: skip
 
 
 def _webhooks(rt: Runtime) -> WebhookService:
+    from hookbay_common.db import UserRepository, WebhookRepository
+    from hookbay_dashboard.webhooks.service import WebhookService
+
     return WebhookService(
         WebhookRepository(rt.db, rt.box),
         UserRepository(rt.db),
         allow_private=rt.settings.allow_private_destinations,
+        publisher=rt.config,
     )
 
 
 def user_view(user: User) -> dict[str, Any]:
+    from hookbay_dashboard.accounts.schemas import UserRead
+
     return UserRead.of(user).view()
 
 
 def webhook_view(webhook: Webhook, public_url: str) -> dict[str, Any]:
+    from hookbay_dashboard.webhooks.schemas import WebhookRead
+
     return WebhookRead.of(webhook, public_url).view()
 
 
 def _read_password() -> str:
+    from hookbay_common.errors import InvalidRequest
+
     line = sys.stdin.readline()
     password = line.removesuffix("\n").removesuffix("\r")
     if not password:
@@ -88,7 +115,7 @@ def user_create(
 @json_option
 @pass_state
 def user_set_plan(state: CliState, username: str, plan: str) -> None:
-    """Move USERNAME to PLAN; ingest applies the new rate limit within 2 s."""
+    """Move USERNAME to PLAN; every ingest replica applies the new rate limit at once."""
 
     async def work(rt: Runtime) -> User:
         return await _accounts(rt).set_plan(username, plan)
@@ -96,6 +123,26 @@ def user_set_plan(state: CliState, username: str, plan: str) -> None:
     changed = state.run(work)
     state.emit(
         user_view(changed), human=lambda c: c.print(f"{changed.username}: plan {changed.plan}")
+    )
+
+
+@user.command("delete")
+@click.argument("username")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@pass_state
+def user_delete(state: CliState, username: str, yes: bool) -> None:
+    """Delete USERNAME and everything of theirs (webhooks, tokens, events)."""
+    if not yes:
+        click.confirm(f"Delete user {username} and all their webhooks and events?", abort=True)
+
+    async def work(rt: Runtime) -> None:
+        await _accounts(rt).delete_user(username)
+
+    state.run(work)
+    state.emit(
+        {"username": username, "deleted": True},
+        human=lambda c: c.print(f"deleted user {username}"),
     )
 
 
@@ -172,6 +219,8 @@ def webhook_set(
         raise click.UsageError(
             "nothing to change: give --secret, --no-secret, --forward-url or --no-forward"
         )
+    from hookbay_dashboard.webhooks.service import UNCHANGED
+
     new_secret = None if no_secret else (secret if secret is not None else UNCHANGED)
     new_url = None if no_forward else (forward_url if forward_url is not None else UNCHANGED)
 
@@ -206,6 +255,24 @@ def webhook_activate(state: CliState, username: str, name: str) -> None:
 def webhook_deactivate(state: CliState, username: str, name: str) -> None:
     """Refuse requests to the webhook (403) until it is activated."""
     _set_active(state, username, name, False)
+
+
+@webhook.command("delete")
+@click.argument("username")
+@click.argument("name")
+@json_option
+@pass_state
+def webhook_delete(state: CliState, username: str, name: str) -> None:
+    """Delete a webhook (its events stay until retention removes them)."""
+
+    async def work(rt: Runtime) -> None:
+        await _webhooks(rt).delete(username, name)
+
+    state.run(work)
+    state.emit(
+        {"username": username, "name": name, "deleted": True},
+        human=lambda c: c.print(f"deleted webhook {username}/{name}"),
+    )
 
 
 @webhook.command("list")

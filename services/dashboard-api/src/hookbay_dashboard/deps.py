@@ -14,7 +14,7 @@ from fastapi import Depends, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from hookbay_common.errors import AdminRequired, CsrfRejected, NotAuthenticated
-from hookbay_dashboard.accounts.service import AccountService
+from hookbay_dashboard.accounts.service import AccountService, OwnerData
 from hookbay_dashboard.auth.service import AuthService, Principal
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.service import EventService
@@ -94,7 +94,11 @@ AdminUser = Annotated[Principal, Depends(require_admin)]
 
 
 def get_accounts(runtime: RuntimeDep) -> AccountService:
-    return AccountService(runtime.users, runtime.tokens, runtime.plans, sessions=runtime.sessions)
+    owner_data = OwnerData(runtime.webhooks, runtime.events, runtime.attempts, runtime.sessions)
+    return AccountService(
+        runtime.users, runtime.tokens, runtime.plans, sessions=runtime.sessions,
+        publisher=runtime.config, owner_data=owner_data,
+    )  # fmt: skip
 
 
 AccountsDep = Annotated[AccountService, Depends(get_accounts)]
@@ -103,7 +107,7 @@ AccountsDep = Annotated[AccountService, Depends(get_accounts)]
 def get_webhooks(runtime: RuntimeDep) -> WebhookService:
     return WebhookService(
         runtime.webhooks, runtime.users,
-        allow_private=runtime.settings.allow_private_destinations,
+        allow_private=runtime.settings.allow_private_destinations, publisher=runtime.config,
     )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from aiokafka import AIOKafkaProducer
 from pymongo import AsyncMongoClient
 from pymongo.errors import PyMongoError
 
+from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import (
     AttemptRepository,
     EventRepository,
@@ -67,6 +68,7 @@ class Runtime:
             ),
             name="kafka-connect",
         )
+        self.config = ConfigPublisher(self._send, settings.topics.config, self.box)
         self.replay_jobs = ReplayJobRepository(self.db)
         self.replay_runner = ReplayJobRunner(
             self.replay_jobs, self.webhooks, ReplayPublisher(self.require_kafka, settings.topics),
@@ -74,6 +76,9 @@ class Runtime:
             page_size=settings.replay_page_size,
         )  # fmt: skip
         self.replay_runner.start()  # bulk replays: this replica's jobs, and orphans it adopts
+
+    async def _send(self, topic: str, key: bytes, value: bytes) -> None:
+        await self.require_kafka().send_and_wait(topic, value, key=key)
 
     def require_kafka(self) -> AIOKafkaProducer:
         """The producer, or ``ServiceUnavailable`` while the broker is unreachable."""

@@ -52,7 +52,7 @@ from hookbay_ingest.errors import (
 )
 from hookbay_ingest.metrics import IngestMetrics
 from hookbay_ingest.settings import IngestSettings
-from hookbay_ingest.view import ConfigView
+from hookbay_ingest.view import ChangeLog, ConfigView
 
 log = get_logger("hookbay.ingest")
 JSON = "application/json"
@@ -78,7 +78,8 @@ class Ingest:
         box = SecretBox(settings.secret_key.get_secret_value())
         self.view = ConfigView(
             UserRepository(db), WebhookRepository(db, box),
-            refresh_interval=settings.view_refresh_interval,
+            ChangeLog(settings.kafka_bootstrap, settings.topics.config_spec(), box),
+            self.metrics.view, settings.view_settings(),
         )  # fmt: skip
         self.limiter: RateLimiter = create_rate_limiter(settings.redis_url)
         self.producer: AIOKafkaProducer = create_producer(
@@ -130,7 +131,7 @@ class Ingest:
             raise MethodNotAllowed(request.method)
         username = request.path_params["username"]
         name = request.path_params["webhook_name"]
-        user, webhook = self._lookup(username, name)
+        user, webhook = await self._lookup(username, name)
         await self._check_rate(user)
         body = await self._read_body(request)
         event = self._capture(request, request_id, webhook, body)
@@ -143,15 +144,15 @@ class Ingest:
             json.dumps({"success": True, "requestId": request_id}).encode(), media_type=JSON
         )
 
-    def _lookup(self, username: str, name: str) -> tuple[User, Webhook]:
+    async def _lookup(self, username: str, name: str) -> tuple[User, Webhook]:
         if not is_valid_username(username):
             raise InvalidPath(f"invalid username {username!r} in the path", username=username)
         if not is_valid_webhook_name(name):
             raise InvalidPath(f"invalid webhook name {name!r} in the path", webhookName=name)
-        user = self.view.user(username)
+        user = await self.view.user(username)
         if user is None:
             raise UnknownUser(username)
-        webhook = self.view.webhook(username, name)
+        webhook = await self.view.webhook(username, name)
         if webhook is None:
             raise WebhookNotFound(username, name)
         if not webhook.active:
@@ -291,7 +292,7 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
     async def readyz() -> Response:
         checks: dict[str, Any] = {
             "kafka": ingest.kafka_connected.is_set(),
-            "config_view": ingest.view.loaded,
+            "config_view": ingest.view.caught_up,
         }
         if isinstance(ingest.limiter, RedisRateLimiter):
             checks["redis"] = await ingest.limiter.ping()

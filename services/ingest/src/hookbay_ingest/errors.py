@@ -85,3 +85,14 @@ def _megabytes(size: int) -> str:
     """Exact decimal megabytes, as the limit is stated: 4,500,000 → ``"4.5 MB"``,
     4,500,001 → ``"4.500001 MB"`` (never rounded onto the limit)."""
     return f"{size / 1_000_000:.6f}".rstrip("0").rstrip(".") + " MB"
+
+
+class ConfigUnavailable(ServiceUnavailable):
+    """A name missing from the configuration view could not be looked up in MongoDB."""
+
+    def __init__(self, retry_after: int = 5) -> None:
+        super().__init__(
+            "the webhook's configuration cannot be read right now; nothing was stored, retry later",
+            retryAfter=retry_after,
+        )
+        self.headers["Retry-After"] = str(retry_after)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from hookbay_common.metrics import LATENCY_BUCKETS, SIZE_BUCKETS, name, new_registry
 
@@ -28,4 +28,43 @@ class IngestMetrics:
         self.body_size = Histogram(
             name("ingest_body_bytes"), "Size of accepted bodies.",
             buckets=SIZE_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.view = ViewMetrics(self.registry)
+
+
+class ViewMetrics:
+    """The configuration view (``hookbay_ingest.view``)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.changes_applied = Counter(
+            name("ingest_config_changes_applied_total"),
+            "Configuration change-log records applied to this replica's view.", registry=registry,
+        )  # fmt: skip
+        self.lag = Gauge(
+            name("ingest_config_changelog_lag"),
+            "Change-log records not yet read by this replica.", registry=registry,
+        )  # fmt: skip
+        self.age = Gauge(
+            name("ingest_config_view_age_seconds"),
+            "Seconds since this replica's view was last known current (change log read to its "
+            "end, or a reconciliation).", registry=registry,
+        )  # fmt: skip
+        self.read_throughs = Counter(
+            name("ingest_config_read_throughs_total"),
+            "Lookups of names missing from the view: found / absent in MongoDB, or refused "
+            "(over the per-replica read-through bound; answered as absent without a query).",
+            ["result"], registry=registry,
+        )  # fmt: skip
+        self.negative_hits = Counter(
+            name("ingest_config_negative_hits_total"),
+            "Lookups answered as absent from the cached negative answer.", registry=registry,
+        )  # fmt: skip
+        self.reconcile_repairs = Counter(
+            name("ingest_config_reconcile_repairs_total"),
+            "View entries the periodic reconciliation found wrong and repaired (lost "
+            "publications).", registry=registry,
+        )  # fmt: skip
+        self.unreadable = Counter(
+            name("ingest_config_unreadable_changes_total"),
+            "Change-log records this version could not read (skipped).", registry=registry,
         )  # fmt: skip

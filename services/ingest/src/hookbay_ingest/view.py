@@ -1,99 +1,385 @@
-"""The configuration view: every user and webhook in memory, kept fresh by polling MongoDB.
+"""The configuration view: every user and webhook in memory, kept current by the change log.
 
-Ingest answers from this view alone, so a request costs no database round trip and a flood of
-requests to unknown users or webhooks costs nothing either (the view is complete: absent means
-absent). Every ``refresh_interval`` the view fetches users and webhooks whose ``updated_at`` moved
-(with an overlap that tolerates writers' clock skew and late commits) and compares the sets of
-ids; a difference (a deletion, also one hidden by a creation in the same interval) triggers a
-full reload. A change made anywhere is
-therefore live on every replica within ``refresh_interval`` plus one query (< 2 s by default).
+How a request finds its user and webhook (``user()``, ``webhook()``):
+
+1. **The view.** Loaded from MongoDB at start-up and kept current by the configuration change log
+   (``Topics.config``, ``hookbay_common.configlog``), which every writer publishes to after its
+   MongoDB write. A change is applied the moment the consumer receives it (milliseconds).
+2. **Read-through on a miss.** A name the view does not hold is looked up in MongoDB: one query per
+   key at a time (concurrent misses for one key share it), at most ``read_through_rate`` per second
+   per replica (a token bucket holding ``read_through_burst``). A record found joins the view; an
+   absence is remembered for ``negative_ttl`` (until then, or until the change log brings the key,
+   the name is answered as absent without a query). Over the bound, a miss is answered as absent
+   without a query: a flood of random names costs MongoDB at most the bound.
+3. **Reconciliation.** Every ``reconcile_interval`` the view is compared with MongoDB and repaired:
+   the safety net for a publication that was lost (a writer that died between its two writes).
+
+Hence a webhook or user created a moment ago is answered as existing on every replica (by the
+read-through), and every other change is live on every replica once the change log delivers it.
+
+Races: the change log is authoritative for a key from the moment it touches the key. A
+read-through or a reconciliation that read MongoDB before the change log applied a change to the
+same key leaves that key alone (``_touched``); a change older than the record held (``at`` before
+its ``updated_at``) is ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from typing import Any
 
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+from pymongo.errors import PyMongoError
+
+from hookbay_common.configlog import (
+    ConfigChange,
+    ConfigKey,
+    Entity,
+    UnreadableChange,
+    decode_change,
+    normalized_user,
+    user_key,
+    webhook_key,
+)
 from hookbay_common.db import UserRepository, WebhookRepository
+from hookbay_common.kafka import ensure_topics, topic_partitions
 from hookbay_common.logs import get_logger
 from hookbay_common.models import User, Webhook
+from hookbay_common.secrets_box import SecretBox
+from hookbay_common.topics import TopicSpec
+from hookbay_ingest.errors import ConfigUnavailable
+from hookbay_ingest.metrics import ViewMetrics
 
-OVERLAP = timedelta(seconds=10)
 log = get_logger("hookbay.ingest.view")
+RECONNECT_INTERVAL = 2.0
+Record = User | Webhook
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    users: dict[str, User]
-    webhooks: dict[tuple[str, str], Webhook]
+class ViewSettings:
+    reconcile_interval: float = 60.0
+    negative_ttl: float = 1.0
+    read_through_rate: float = 20.0
+    read_through_burst: int = 40
+
+
+class TokenBucket:
+    """``rate`` tokens per second, at most ``burst`` held; ``take`` never waits."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._clock = clock
+        self._last = clock()
+
+    def take(self) -> bool:
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
 
 
 class ConfigView:
     def __init__(
-        self, users: UserRepository, webhooks: WebhookRepository, *, refresh_interval: float
+        self,
+        users: UserRepository,
+        webhooks: WebhookRepository,
+        changes: ChangeLog,
+        metrics: ViewMetrics,
+        settings: ViewSettings,
     ) -> None:
         self._users_repo = users
         self._webhooks_repo = webhooks
-        self._interval = refresh_interval
+        self._changes = changes
+        self._metrics = metrics
+        self._settings = settings
         self._users: dict[str, User] = {}
         self._webhooks: dict[tuple[str, str], Webhook] = {}
-        self._watermark: datetime | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._absent: dict[ConfigKey, float] = {}  # key -> monotonic expiry
+        self._inflight: dict[ConfigKey, asyncio.Task[Record | None]] = {}
+        self._generation = 0
+        self._touched: dict[ConfigKey, int] = {}  # key -> generation of its last change
+        self._budget = TokenBucket(settings.read_through_rate, settings.read_through_burst)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._current_since = time.monotonic()
         self.loaded = False
+        self.following = asyncio.Event()
+        """Set once the change log is followed and MongoDB was loaded after its end was taken."""
+        metrics.age.set_function(self.age)
 
-    def user(self, username: str) -> User | None:
-        return self._users.get(username)
+    # --- lookups (the request path) ------------------------------------------------------------
 
-    def webhook(self, username: str, name: str) -> Webhook | None:
-        return self._webhooks.get((username, name))
+    async def user(self, username: str) -> User | None:
+        user = self._users.get(username)
+        if user is not None:
+            return user
+        found = await self._read_through(user_key(username))
+        return found if isinstance(found, User) else None
+
+    async def webhook(self, username: str, name: str) -> Webhook | None:
+        webhook = self._webhooks.get((username, name))
+        if webhook is not None:
+            return webhook
+        found = await self._read_through(webhook_key(username, name))
+        return found if isinstance(found, Webhook) else None
+
+    async def _read_through(self, key: ConfigKey) -> Record | None:
+        expiry = self._absent.get(key)
+        if expiry is not None:
+            if expiry > time.monotonic():
+                self._metrics.negative_hits.inc()
+                return None
+            del self._absent[key]
+        task = self._inflight.get(key)
+        if task is None:
+            if not self._budget.take():
+                self._metrics.read_throughs.labels("refused").inc()
+                return None
+            task = asyncio.create_task(self._fetch(key), name="config-read-through")
+            self._inflight[key] = task
+        return await asyncio.shield(task)  # a caller that goes away leaves the query to the rest
+
+    async def _fetch(self, key: ConfigKey) -> Record | None:
+        started = self._generation
+        try:
+            record = await self._read(key)
+        finally:
+            del self._inflight[key]
+        self._metrics.read_throughs.labels("found" if record else "absent").inc()
+        if self._touched.get(key, 0) > started:  # the change log knows better by now
+            return self._get(key)
+        if record is None:
+            self._absent[key] = time.monotonic() + self._settings.negative_ttl
+            self._sweep_absent()
+        else:
+            self._put(key, record)
+        return record
+
+    async def _read(self, key: ConfigKey) -> Record | None:
+        try:
+            if key[0] == Entity.USER:
+                user = await self._users_repo.get(key[1])
+                return normalized_user(user) if user else None
+            return await self._webhooks_repo.get(key[1], key[2])
+        except PyMongoError:
+            log.warning("config_read_through_failed", entity=key[0])
+            raise ConfigUnavailable() from None
+
+    def _sweep_absent(self) -> None:
+        """Drop expired absences once there are many (a flood of random names)."""
+        if len(self._absent) > 4 * self._settings.read_through_burst + 1000:
+            now = time.monotonic()
+            self._absent = {k: t for k, t in self._absent.items() if t > now}
+
+    # --- the view's entries --------------------------------------------------------------------
+
+    def _get(self, key: ConfigKey) -> Record | None:
+        if key[0] == Entity.USER:
+            return self._users.get(key[1])
+        return self._webhooks.get((key[1], key[2]))
+
+    def _put(self, key: ConfigKey, record: Record | None) -> None:
+        if isinstance(record, User):
+            self._users[key[1]] = record
+        elif isinstance(record, Webhook):
+            self._webhooks[(key[1], key[2])] = record
+        elif key[0] == Entity.USER:
+            self._users.pop(key[1], None)
+        else:
+            self._webhooks.pop((key[1], key[2]), None)
+
+    def apply(self, change: ConfigChange) -> None:
+        """Apply one change-log record (see the module docstring for ordering)."""
+        self._generation += 1
+        self._touched[change.key] = self._generation
+        current = self._get(change.key)
+        if current is not None and current.updated_at > change.at:
+            return  # an older change published late: the view holds something newer
+        record = change.user or change.webhook
+        self._put(change.key, record)
+        if record is None:
+            self._absent[change.key] = time.monotonic() + self._settings.negative_ttl
+        else:
+            self._absent.pop(change.key, None)
+        self._metrics.changes_applied.inc()
+
+    # --- reconciliation ------------------------------------------------------------------------
+
+    async def reconcile(self) -> int:
+        """Make the view equal to MongoDB, except for keys the change log touched meanwhile;
+        return how many entries were repaired (a first load repairs nothing)."""
+        started = self._generation
+        users = {u.username: normalized_user(u) for u in await self._users_repo.list_all()}
+        webhooks = {(w.username, w.name): w for w in await self._webhooks_repo.list_all()}
+        repairs = 0
+        snapshot: dict[ConfigKey, Record] = {user_key(n): u for n, u in users.items()}
+        snapshot.update({webhook_key(*k): w for k, w in webhooks.items()})
+        held: list[ConfigKey] = [user_key(n) for n in self._users]
+        held += [webhook_key(*k) for k in self._webhooks]
+        for key in {*snapshot, *held}:
+            if self._touched.get(key, 0) > started:
+                continue
+            stored = snapshot.get(key)
+            if self._get(key) != stored:
+                self._put(key, stored)
+                if stored is not None:
+                    self._absent.pop(key, None)
+                repairs += 1
+        if self.loaded and repairs:
+            self._metrics.reconcile_repairs.inc(repairs)
+            log.warning("config_view_repaired", repairs=repairs)
+        self._forget_touched(started)
+        self._current_since = time.monotonic()
+        self.loaded = True
+        return repairs
+
+    def _forget_touched(self, before: int) -> None:
+        """Generations at or below ``before`` can no longer matter once no read-through that
+        started earlier is in flight."""
+        if not self._inflight:
+            self._touched = {k: g for k, g in self._touched.items() if g > before}
+
+    # --- life cycle ----------------------------------------------------------------------------
+
+    @property
+    def caught_up(self) -> bool:
+        """Following the change log, with everything committed before its end was taken loaded
+        (ingest's readiness)."""
+        return self.following.is_set()
+
+    def age(self) -> float:
+        """Seconds since the view was last known current (change log at its end, or a
+        reconciliation); grows while the change log cannot be read."""
+        if self._changes.at_end:
+            self._current_since = time.monotonic()
+        return time.monotonic() - self._current_since
 
     async def start(self) -> None:
-        """Load everything once (fails if MongoDB is unreachable), then keep refreshing."""
-        await self.reload()
-        self._task = asyncio.create_task(self._refresh_forever(), name="config-view")
+        """Load everything once (fails if MongoDB is unreachable); then follow the change log
+        (connecting in the background, so ingest starts while Kafka is away) and reconcile."""
+        await self.reconcile()
+        self._tasks = [
+            asyncio.create_task(self._follow(), name="config-changelog"),
+            asyncio.create_task(self._reconcile_forever(), name="config-reconcile"),
+        ]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
+        await self._changes.stop()
 
-    async def reload(self) -> None:
-        users = await self._users_repo.list_all()
-        webhooks = await self._webhooks_repo.list_all()
-        self._users = {u.username: u for u in users}
-        self._webhooks = {(w.username, w.name): w for w in webhooks}
-        self._watermark = _newest(users, webhooks)
-        self.loaded = True
+    async def _follow(self) -> None:
+        await self._changes.connect()
+        # changes committed before the change log's end was taken may have been published
+        # before it too: one more load covers them (the initial load may be older than that)
+        await self._retrying(self.reconcile)
+        self.following.set()
+        log.info("config_view_following")
+        async for change in self._changes.follow(self._metrics):
+            self.apply(change)
 
-    async def refresh(self) -> None:
-        """Apply what changed since the last look; reload all when something was deleted."""
-        since = (self._watermark - OVERLAP) if self._watermark else datetime.min
-        users = await self._users_repo.changed_since(since)
-        webhooks = await self._webhooks_repo.changed_since(since)
-        for user in users:
-            self._users[user.username] = user
-        for hook in webhooks:
-            self._webhooks[(hook.username, hook.name)] = hook
-        newest = _newest(users, webhooks)
-        if newest and (self._watermark is None or newest > self._watermark):
-            self._watermark = newest
-        user_ids = await self._users_repo.ids()
-        webhook_ids = await self._webhooks_repo.ids()
-        if user_ids != set(self._users) or webhook_ids != {w.id for w in self._webhooks.values()}:
-            await self.reload()
-
-    async def _refresh_forever(self) -> None:
+    async def _reconcile_forever(self) -> None:
         while True:
-            await asyncio.sleep(self._interval)
+            await asyncio.sleep(self._settings.reconcile_interval)
+            await self._retrying(self.reconcile)
+
+    @staticmethod
+    async def _retrying(work: Callable[[], Any]) -> None:
+        while True:
             try:
-                await self.refresh()
+                await work()
+                return
             except Exception:  # keep serving the last good view; MongoDB may come back
-                log.warning("config_view_refresh_failed", exc_info=True)
+                log.warning("config_view_reconcile_failed", exc_info=True)
+                await asyncio.sleep(RECONNECT_INTERVAL)
 
 
-def _newest(users: list[User], webhooks: list[Webhook]) -> datetime | None:
-    moments = [u.updated_at for u in users] + [w.updated_at for w in webhooks]
-    return max(moments, default=None)
+class ChangeLog:
+    """Reads the change log from its end as of ``connect``; the view loads MongoDB after taking
+    that end, so nothing committed before it is missed and everything after it is read."""
+
+    def __init__(self, bootstrap: str, spec: TopicSpec, box: SecretBox) -> None:
+        self._bootstrap = bootstrap
+        self._spec = spec
+        self._topic = spec.name
+        self._box = box
+        self._consumer: AIOKafkaConsumer | None = None
+        self._start: dict[TopicPartition, int] = {}
+        self._positions: dict[TopicPartition, int] = {}
+        self.at_end = False
+
+    async def connect(self) -> None:
+        """Until the broker answers: create the topic if it is missing (idempotent), assign
+        every partition, take the end offsets, seek there."""
+        while True:
+            consumer = AIOKafkaConsumer(
+                bootstrap_servers=self._bootstrap, enable_auto_commit=False,
+                client_id="hookbay-ingest-config", isolation_level="read_committed",
+                fetch_max_wait_ms=200,
+            )  # fmt: skip
+            try:
+                await ensure_topics(self._bootstrap, partitions=1, specs=[self._spec])
+                partitions = await topic_partitions(self._bootstrap, self._topic)
+                if not partitions:  # created a moment ago, not listed yet
+                    raise KafkaError(f"topic {self._topic} has no partitions yet")
+                await consumer.start()
+                assigned = [TopicPartition(self._topic, p) for p in partitions]
+                consumer.assign(assigned)
+                self._start = dict(await consumer.end_offsets(assigned))
+                for tp, offset in self._start.items():
+                    consumer.seek(tp, offset)
+                    self._positions[tp] = offset
+            except KafkaError as exc:
+                log.warning(
+                    "config_changelog_unreachable", bootstrap=self._bootstrap,
+                    error=type(exc).__name__,
+                )  # fmt: skip
+                await consumer.stop()
+                await asyncio.sleep(RECONNECT_INTERVAL)
+                continue
+            self._consumer = consumer
+            self.at_end = True
+            return
+
+    async def follow(self, metrics: ViewMetrics) -> Any:
+        """Every change from the end taken at ``connect`` on; unreadable records are skipped."""
+        assert self._consumer is not None
+        consumer = self._consumer
+        while True:
+            batch = await consumer.getmany(timeout_ms=500)
+            for tp, records in batch.items():
+                for record in records:
+                    self._positions[tp] = record.offset + 1
+                    try:
+                        change = decode_change(record.value, self._box)
+                    except UnreadableChange as exc:
+                        metrics.unreadable.inc()
+                        log.warning(
+                            "config_change_unreadable", offset=record.offset, error=str(exc)
+                        )
+                        continue
+                    yield change
+            lag = 0
+            for tp in self._start:
+                self._positions[tp] = await consumer.position(tp)
+                end = consumer.highwater(tp)
+                if end is not None:
+                    lag += max(0, end - self._positions[tp])
+            metrics.lag.set(lag)
+            self.at_end = lag == 0
+
+    async def stop(self) -> None:
+        if self._consumer is not None:
+            await self._consumer.stop()

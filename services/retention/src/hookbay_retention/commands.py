@@ -9,25 +9,23 @@ command prints one line naming the holder and when its lease ends, and exits 0.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import click
-import structlog
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hookbay_common.cli import CliState, json_option, pass_state, table
-from hookbay_common.clock import isoformat
-from hookbay_common.errors import LockHeld
-from hookbay_common.logs import configure_logging
-from hookbay_common.plans import load_plans
-from hookbay_retention.metrics import export, registry_for
-from hookbay_retention.service import OwnerReport, RetentionObserver, RetentionReport, run_once
-from hookbay_retention.settings import RetentionSettings
+
+# Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from hookbay_common.errors import LockHeld
+    from hookbay_retention.service import OwnerReport, RetentionObserver, RetentionReport
 
 
 @click.group()
@@ -43,6 +41,15 @@ def retention() -> None:
 @pass_state
 def run_command(state: CliState, dry_run: bool) -> None:
     """Run retention now: every owner's events older than the plan keeps, with their attempts."""
+    import asyncio
+
+    from hookbay_common.errors import LockHeld
+    from hookbay_common.plans import load_plans
+    from hookbay_retention.metrics import export, registry_for
+    from hookbay_retention.service import run_once
+    from hookbay_retention.settings import RetentionSettings
+
+    state.settings  # noqa: B018 - the checkout's local settings first (hookbay_common.localenv)
     settings = RetentionSettings()  # type: ignore[call-arg]  # secret_key from the environment
     plans = load_plans(settings.plans_file)
     interactive = sys.stderr.isatty()
@@ -61,6 +68,8 @@ def run_command(state: CliState, dry_run: bool) -> None:
 
 
 def _skipped(state: CliState, exc: LockHeld) -> None:
+    from hookbay_common.clock import isoformat
+
     if state.json:
         state.emit(
             {"status": "skipped", "message": exc.message, "holder": exc.holder,
@@ -72,6 +81,8 @@ def _skipped(state: CliState, exc: LockHeld) -> None:
 
 
 def _summary(console: Console, report: RetentionReport) -> None:
+    from hookbay_common.clock import isoformat
+
     verb = "would delete" if report.dry_run else "deleted"
     rows = [
         (o.username, o.plan, isoformat(o.cutoff) if o.cutoff else None, o.events, o.attempts)
@@ -91,6 +102,10 @@ def _summary(console: Console, report: RetentionReport) -> None:
 def _logs(level: str, *, json_lines: bool) -> Iterator[None]:
     """JSON log lines on stderr, or none at all (a progress bar owns the terminal); the
     process's logging configuration is restored afterwards (tests run commands in-process)."""
+    import structlog
+
+    from hookbay_common.logs import configure_logging
+
     saved = structlog.get_config()
     root = logging.getLogger()
     handlers, root_level = root.handlers[:], root.level
@@ -135,6 +150,9 @@ def _bar(enabled: bool) -> Iterator[RetentionObserver | None]:
     if not enabled:
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     progress = Progress(
         TextColumn("retention"), BarColumn(), MofNCompleteColumn(), TextColumn("owners"),
         TextColumn("{task.fields[events]} events, {task.fields[attempts]} attempts"),

@@ -37,6 +37,10 @@ class TokenRepository:
         cursor = self._tokens.find({"username": username}).sort("created_at", 1)
         return [_from_document(doc) async for doc in cursor]
 
+    async def delete_for_owner(self, username: str) -> int:
+        result = await self._tokens.delete_many({"username": username})
+        return result.deleted_count
+
     async def delete(self, username: str, token_id: str) -> None:
         result = await self._tokens.delete_one({"_id": token_id, "username": username})
         if result.deleted_count == 0:

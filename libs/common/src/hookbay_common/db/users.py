@@ -71,6 +71,11 @@ class UserRepository:
             raise UserNotFound(username)
         return _from_document(doc)
 
+    async def delete(self, username: str) -> None:
+        result = await self._users.delete_one({"_id": username})
+        if result.deleted_count == 0:
+            raise UserNotFound(username)
+
     async def count(self) -> int:
         return await self._users.count_documents({})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
+from hookbay_common.errors import InvalidRequest
 from hookbay_dashboard.accounts.schemas import (
     TokenCreate,
     TokenIssued,
@@ -62,9 +63,20 @@ async def create_user(body: UserCreate, _: AdminUser, accounts: AccountsDep) -> 
 async def update_user(
     username: str, body: UserUpdate, _: AdminUser, accounts: AccountsDep
 ) -> UserRead:
-    """Change a user's plan (ingest applies it within 2 s), role or password (which ends the
-    user's dashboard sessions)."""
+    """Change a user's plan (live on every ingest replica once the change log delivers it),
+    role or password (which ends the user's dashboard sessions)."""
     user = await accounts.update_user(
         username, plan=body.plan, role=body.role, password=body.password
     )
     return UserRead.of(user)
+
+
+@router.delete("/admin/users/{username}", status_code=status.HTTP_204_NO_CONTENT, tags=["admin"])
+async def delete_user(username: str, admin: AdminUser, accounts: AccountsDep) -> Response:
+    """Delete a user and everything of theirs (webhooks, tokens, sessions, events, attempts).
+    Ingest answers 403 ``User not found`` for the owner once the change log delivers it. An admin
+    cannot delete their own account (400)."""
+    if username == admin.user.username:
+        raise InvalidRequest("you cannot delete your own account")
+    await accounts.delete_user(username)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

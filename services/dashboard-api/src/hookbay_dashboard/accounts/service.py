@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from argon2 import PasswordHasher
 
 from hookbay_common.clock import utcnow
-from hookbay_common.db import SessionRepository, TokenRepository, UserRepository
+from hookbay_common.configlog import ConfigPublisher
+from hookbay_common.db import (
+    AttemptRepository,
+    EventRepository,
+    SessionRepository,
+    TokenRepository,
+    UserRepository,
+    WebhookRepository,
+)
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import ApiToken, Role, User
@@ -16,6 +25,8 @@ from hookbay_common.plans import PlanBook
 from hookbay_common.secrets_box import hash_api_token, new_api_token
 
 MIN_PASSWORD_LENGTH = 8
+PURGE_BATCH = 500
+_END_OF_TIME = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -26,7 +37,20 @@ class IssuedToken:
     token: str
 
 
+@dataclass(frozen=True)
+class OwnerData:
+    """Everything else an owner has: removed with the account (``AccountService.delete_user``)."""
+
+    webhooks: WebhookRepository
+    events: EventRepository
+    attempts: AttemptRepository
+    sessions: SessionRepository
+
+
 class AccountService:
+    """Users, plans and tokens. A change to a user (creation, plan, deletion) is published to
+    the configuration change log after its MongoDB write when a ``publisher`` is given."""
+
     def __init__(
         self,
         users: UserRepository,
@@ -34,11 +58,15 @@ class AccountService:
         plans: PlanBook,
         hasher: PasswordHasher | None = None,
         sessions: SessionRepository | None = None,
+        publisher: ConfigPublisher | None = None,
+        owner_data: OwnerData | None = None,
     ) -> None:
         self._users = users
         self._tokens = tokens
         self._plans = plans
         self._sessions = sessions
+        self._publisher = publisher
+        self._owner_data = owner_data
         self._hasher = hasher or PasswordHasher()  # argon2id with the library's current defaults
 
     async def create_user(
@@ -64,10 +92,40 @@ class AccountService:
                 updated_at=now,
             )
         )
+        await self._published(user)
         return user, await self.create_token(username, name="initial")
 
     async def set_plan(self, username: str, plan: str) -> User:
-        return await self._users.update(username, plan=self._plans.get(plan).name)
+        return await self._published(
+            await self._users.update(username, plan=self._plans.get(plan).name)
+        )
+
+    async def delete_user(self, username: str) -> None:
+        """Delete the account, then everything of the owner's: webhooks, tokens, sessions,
+        events and their attempts. The account goes first, so ingest refuses the owner's
+        requests (403) from the moment it is published; the rest follows in batches (on the
+        embedded store it takes time in proportion to the owner's events)."""
+        if self._owner_data is None:
+            raise RuntimeError("AccountService was built without owner_data")
+        data = self._owner_data
+        await self._users.delete(username)
+        if self._publisher is not None:
+            await self._publisher.user_deleted(username)
+        for webhook in await data.webhooks.list_for_owner(username):
+            await data.webhooks.delete(username, webhook.name)
+            if self._publisher is not None:
+                await self._publisher.webhook_deleted(username, webhook.name)
+        await self._tokens.delete_for_owner(username)
+        await data.sessions.delete_for_owner(username)
+        batches = data.events.expired_id_batches(username, _END_OF_TIME, PURGE_BATCH)
+        async for ids in batches:
+            await data.attempts.delete_owner_attempts(username, ids)
+            await data.events.delete_owner_events(username, ids)
+
+    async def _published(self, user: User) -> User:
+        if self._publisher is not None:
+            await self._publisher.user_changed(user)
+        return user
 
     async def update_user(
         self,
@@ -80,8 +138,10 @@ class AccountService:
         """Change what is given; a new password ends the user's dashboard sessions."""
         plan_name = self._plans.get(plan).name if plan is not None else None
         password_hash = self._hash_password(password) if password is not None else None
-        user = await self._users.update(
-            username, plan=plan_name, role=role, password_hash=password_hash
+        user = await self._published(
+            await self._users.update(
+                username, plan=plan_name, role=role, password_hash=password_hash
+            )
         )
         if password_hash is not None and self._sessions is not None:
             await self._sessions.delete_for_owner(username)

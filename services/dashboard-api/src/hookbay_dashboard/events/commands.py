@@ -12,44 +12,40 @@ import os
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import click
-from aiokafka import AIOKafkaProducer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
-from hookbay_common.clock import isoformat
-from hookbay_common.db import (
-    AttemptRepository,
-    EventRepository,
-    ReplayJobRepository,
-    WebhookRepository,
-)
-from hookbay_common.kafka import create_producer
-from hookbay_common.models import EventHead
-from hookbay_dashboard.events.cursor import cursor_key
-from hookbay_dashboard.events.schemas import EventPage, StatusFilter
-from hookbay_dashboard.events.service import EventService, ExportStream
-from hookbay_dashboard.replays.schemas import ReplayAccepted
-from hookbay_dashboard.replays.service import ReplayPublisher, ReplayService
-from hookbay_dashboard.settings import DashboardSettings
-from hookbay_dashboard.tail.service import TailService, summarize
+
+# Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
+if TYPE_CHECKING:
+    from aiokafka import AIOKafkaProducer
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from hookbay_common.models import EventHead
+    from hookbay_dashboard.events.schemas import EventPage
+    from hookbay_dashboard.events.service import EventService, ExportStream
+    from hookbay_dashboard.replays.schemas import ReplayAccepted
 
 LIST_MAX: Final = 1000
 """The largest ``--limit`` (the API's own cap is ``HOOKBAY_EVENTS_PAGE_MAX``)."""
 
 status_option = click.option(
     "--status",
-    type=click.Choice([s.value for s in StatusFilter]),
-    default=StatusFilter.ALL.value,
+    type=click.Choice(["all", "success", "failed"]),  # StatusFilter's values
+    default="all",
     show_default=True,
     help="Only events with this status (all also shows pending ones).",
 )
 
 
 def _event_service(rt: Runtime) -> EventService:
+    from hookbay_common.db import AttemptRepository, EventRepository, WebhookRepository
+    from hookbay_dashboard.events.cursor import cursor_key
+    from hookbay_dashboard.events.service import EventService
+
     return EventService(
         EventRepository(rt.db), AttemptRepository(rt.db), WebhookRepository(rt.db, rt.box),
         cursor_key=cursor_key(rt.settings.secret_key.get_secret_value()),
@@ -73,6 +69,9 @@ def events_list(
     state: CliState, username: str, name: str, status: str, limit: int, cursor: str | None
 ) -> None:
     """List the events of USERNAME's webhook NAME, newest first, a page at a time."""
+
+    from hookbay_common.clock import isoformat
+    from hookbay_dashboard.events.schemas import StatusFilter
 
     async def work(rt: Runtime) -> EventPage:
         return await _event_service(rt).page(
@@ -111,6 +110,9 @@ def events_replay(state: CliState, event_id: str) -> None:
     """Deliver event EVENT_ID again, to its webhook's current forward URL (a new attempt chain,
     queued on Kafka; the forwarder makes the attempts)."""
 
+    from hookbay_common.db import EventRepository, ReplayJobRepository, WebhookRepository
+    from hookbay_dashboard.replays.service import ReplayPublisher, ReplayService
+
     async def work(rt: Runtime) -> ReplayAccepted:
         async with _started_producer(rt) as producer:
             replays = ReplayService(
@@ -130,6 +132,8 @@ def events_replay(state: CliState, event_id: str) -> None:
 
 @contextlib.asynccontextmanager
 async def _started_producer(rt: Runtime) -> AsyncIterator[AIOKafkaProducer]:
+    from hookbay_common.kafka import create_producer
+
     producer = create_producer(rt.settings.kafka_bootstrap, client_id="hookbay-cli")
     try:
         await producer.start()
@@ -156,6 +160,8 @@ def events_export(
     """Write the events of USERNAME's webhook NAME as one JSON array, oldest first, each event
     with its headers and body (as in the dashboard's export). With --output and a terminal on
     stderr, a progress bar shows there; with --output and --json, a summary on stdout."""
+    from hookbay_dashboard.events.schemas import StatusFilter
+
     show_progress = output is not None and sys.stderr.isatty()
 
     async def work(rt: Runtime) -> tuple[int, int]:
@@ -197,6 +203,9 @@ def _progress(enabled: bool, total: int) -> Iterator[Progress | None]:
     if not enabled:
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     progress = Progress(
         TextColumn("exporting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=Console(stderr=True), transient=False,
@@ -227,6 +236,11 @@ def _replacing(path: Path) -> Iterator[IO[bytes]]:
 def tail(state: CliState, username: str, name: str) -> None:
     """Follow new events of USERNAME's webhook NAME live: one line per event as it is recorded
     (with --json, one JSON object per line), until Ctrl-C."""
+    from hookbay_common.db import EventRepository, WebhookRepository
+    from hookbay_dashboard.settings import DashboardSettings
+    from hookbay_dashboard.tail.service import TailService
+
+    state.settings  # noqa: B018 - the checkout's local settings first (hookbay_common.localenv)
     poll_interval = DashboardSettings().tail_poll_interval  # type: ignore[call-arg]
 
     async def work(rt: Runtime) -> None:
@@ -245,6 +259,8 @@ def tail(state: CliState, username: str, name: str) -> None:
 
 
 def _tail_line(event: EventHead, *, as_json: bool) -> str:
+    from hookbay_dashboard.tail.service import summarize
+
     view: dict[str, Any] = summarize(event).model_dump(mode="json")
     if as_json:
         return json.dumps(view, separators=(",", ":"))

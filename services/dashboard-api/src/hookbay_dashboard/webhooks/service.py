@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
+from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
@@ -20,12 +21,26 @@ MIN_SECRET_LENGTH = 8
 
 
 class WebhookService:
+    """Webhooks of an owner. Every change is published to the configuration change log after
+    its MongoDB write when a ``publisher`` is given (ingest replicas apply it at once)."""
+
     def __init__(
-        self, webhooks: WebhookRepository, users: UserRepository, *, allow_private: bool
+        self,
+        webhooks: WebhookRepository,
+        users: UserRepository,
+        *,
+        allow_private: bool,
+        publisher: ConfigPublisher | None = None,
     ) -> None:
         self._webhooks = webhooks
         self._users = users
         self._allow_private = allow_private
+        self._publisher = publisher
+
+    async def _published(self, webhook: Webhook) -> Webhook:
+        if self._publisher is not None:
+            await self._publisher.webhook_changed(webhook)
+        return webhook
 
     async def create(
         self,
@@ -41,7 +56,7 @@ class WebhookService:
         if forward_url is not None:
             await check_destination(forward_url, allow_private=self._allow_private)
         now = utcnow()
-        return await self._webhooks.create(
+        created = await self._webhooks.create(
             Webhook(
                 id=new_id(IdPrefix.WEBHOOK),
                 username=username,
@@ -53,6 +68,7 @@ class WebhookService:
                 updated_at=now,
             )
         )
+        return await self._published(created)
 
     async def change(
         self,
@@ -70,19 +86,22 @@ class WebhookService:
             if forward_url is not None:
                 await check_destination(forward_url, allow_private=self._allow_private)
             changes["forward_url"] = forward_url
-        return await self._webhooks.update(username, name, **changes)
+        return await self._published(await self._webhooks.update(username, name, **changes))
 
     async def get(self, username: str, name: str) -> Webhook:
         """``WebhookNotFound`` also when ``name`` belongs to another owner."""
         return await self._webhooks.require(username, name)
 
     async def delete(self, username: str, name: str) -> None:
-        """Delete the webhook (ingest answers 404 for it within 2 s). Its events stay until
-        retention removes them, reachable by id; a new webhook with the same name starts empty."""
+        """Delete the webhook (ingest answers 404 for it once the change log delivers the
+        deletion). Its events stay until retention removes them, reachable by id; a new webhook
+        with the same name starts empty."""
         await self._webhooks.delete(username, name)
+        if self._publisher is not None:
+            await self._publisher.webhook_deleted(username, name)
 
     async def set_active(self, username: str, name: str, active: bool) -> Webhook:
-        return await self._webhooks.update(username, name, active=active)
+        return await self._published(await self._webhooks.update(username, name, active=active))
 
     async def list_for_owner(self, username: str) -> list[Webhook]:
         await self._users.require(username)

@@ -1,0 +1,181 @@
+"""The configuration change log: how a change to a user or a webhook reaches every ingest replica.
+
+Every writer (the dashboard API, the ``hookbay`` CLI, the admin endpoints, ``hookbay migrate``)
+publishes each change to the compacted topic ``Topics.config`` *after* its MongoDB write: the
+record as stored (a webhook's secret sealed with ``SecretBox``, never in clear; a user without
+its password hash), or a deletion. Ingest replicas consume the topic and apply each change to
+their in-memory view (``hookbay_ingest.view``).
+
+Ordering: ``at`` (the record's ``updated_at``, or the moment of a deletion) orders the changes of
+one key. A replica ignores a change older than what it holds, so two writers racing each other
+cannot leave an older state in place.
+
+Loss: a publication can be lost (the writer dies between its two writes, or Kafka is away); the
+publisher logs it and the writer's call still succeeds, because the change *is* committed. Each
+ingest replica's periodic reconciliation with MongoDB repairs such a loss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import SecretStr
+
+from hookbay_common.clock import utcnow
+from hookbay_common.logs import get_logger
+from hookbay_common.models import User, Webhook
+from hookbay_common.secrets_box import SecretBox
+
+log = get_logger("hookbay.configlog")
+
+FORMAT_VERSION: Final = 1
+PUBLISH_TIMEOUT: Final = 5.0
+"""Longest wait for Kafka's acknowledgement of one change before it is left to reconciliation."""
+
+Send = Callable[[str, bytes, bytes], Awaitable[object]]
+"""``send(topic, key, value)``: returns once Kafka acknowledged the record, raises otherwise."""
+
+
+class Entity(StrEnum):
+    USER = "user"
+    WEBHOOK = "webhook"
+
+
+ConfigKey = tuple[str, ...]
+"""``("user", username)`` or ``("webhook", username, name)``: one entry of the view."""
+
+
+def user_key(username: str) -> ConfigKey:
+    return (Entity.USER.value, username)
+
+
+def webhook_key(username: str, name: str) -> ConfigKey:
+    return (Entity.WEBHOOK.value, username, name)
+
+
+def kafka_key(key: ConfigKey) -> bytes:
+    """``user:alice`` / ``webhook:alice/orders``: the message key, what compaction keeps one of."""
+    return f"{key[0]}:{'/'.join(key[1:])}".encode()
+
+
+def normalized_user(user: User) -> User:
+    """The user as the view (and the change log) holds it: without its password hash."""
+    return user if user.password_hash is None else user.model_copy(update={"password_hash": None})
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """One change: the record after it (``user`` or ``webhook``), or a deletion (neither)."""
+
+    key: ConfigKey
+    at: datetime
+    user: User | None = None
+    webhook: Webhook | None = None
+
+    @property
+    def deleted(self) -> bool:
+        return self.user is None and self.webhook is None
+
+    @classmethod
+    def of_user(cls, user: User) -> ConfigChange:
+        return cls(user_key(user.username), user.updated_at, user=normalized_user(user))
+
+    @classmethod
+    def of_webhook(cls, webhook: Webhook) -> ConfigChange:
+        return cls(webhook_key(webhook.username, webhook.name), webhook.updated_at, webhook=webhook)
+
+    @classmethod
+    def deletion(cls, key: ConfigKey, at: datetime | None = None) -> ConfigChange:
+        return cls(key, at or utcnow())
+
+
+def encode_change(change: ConfigChange, box: SecretBox) -> bytes:
+    record: dict[str, Any] | None = None
+    if change.user is not None:
+        record = change.user.model_dump(mode="json", exclude={"password_hash"})
+    elif change.webhook is not None:
+        record = change.webhook.model_dump(mode="json", exclude={"secret"})
+        secret = change.webhook.secret
+        record["secret"] = box.seal(secret.get_secret_value()) if secret else None
+    document = {
+        "v": FORMAT_VERSION,
+        "key": list(change.key),
+        "at": change.at.isoformat(),
+        "record": record,
+    }
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+class UnreadableChange(ValueError):
+    """A change-log record this version cannot read (it is skipped, and counted)."""
+
+
+def decode_change(value: bytes, box: SecretBox) -> ConfigChange:
+    try:
+        document = json.loads(value)
+        key = tuple(str(part) for part in document["key"])
+        at = datetime.fromisoformat(document["at"])
+        record = document["record"]
+        if document.get("v") != FORMAT_VERSION or key[0] not in set(Entity) or len(key) < 2:
+            raise UnreadableChange(f"unknown change-log record {key!r}")
+        if record is None:
+            return ConfigChange(key, at)
+        if key[0] == Entity.USER:
+            return ConfigChange(key, at, user=User.model_validate(record))
+        sealed = record.pop("secret", None)
+        record["secret"] = SecretStr(box.open(sealed)) if sealed else None
+        return ConfigChange(key, at, webhook=Webhook.model_validate(record))
+    except UnreadableChange:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise UnreadableChange(f"unreadable change-log record: {type(exc).__name__}") from None
+
+
+class ConfigPublisher:
+    """Publishes configuration changes after their MongoDB writes.
+
+    Never raises for Kafka's sake: the change is already committed, and an error here would tell
+    the caller it was not. A publication that fails (Kafka away, no acknowledgement within
+    ``timeout``) is logged as ``config_publish_failed`` and repaired by ingest's reconciliation.
+    """
+
+    def __init__(
+        self, send: Send, topic: str, box: SecretBox, *, timeout: float = PUBLISH_TIMEOUT
+    ) -> None:
+        self._send = send
+        self._topic = topic
+        self._box = box
+        self._timeout = timeout
+
+    async def user_changed(self, user: User) -> bool:
+        return await self.publish(ConfigChange.of_user(user))
+
+    async def user_deleted(self, username: str) -> bool:
+        return await self.publish(ConfigChange.deletion(user_key(username)))
+
+    async def webhook_changed(self, webhook: Webhook) -> bool:
+        return await self.publish(ConfigChange.of_webhook(webhook))
+
+    async def webhook_deleted(self, username: str, name: str) -> bool:
+        return await self.publish(ConfigChange.deletion(webhook_key(username, name)))
+
+    async def publish(self, change: ConfigChange) -> bool:
+        """True once Kafka acknowledged ``change``; False (logged) when it could not."""
+        value = encode_change(change, self._box)
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._send(self._topic, kafka_key(change.key), value)
+        except Exception as exc:
+            log.warning(
+                "config_publish_failed",
+                key=kafka_key(change.key).decode(),
+                reason=type(exc).__name__,
+            )
+            return False
+        return True
