@@ -4,6 +4,7 @@ log for every other change, the bound on read-throughs, reconciliation of lost p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -42,7 +43,11 @@ async def publisher(settings: Settings) -> AsyncIterator[ConfigPublisher]:
     await producer.stop()
 
 
-async def own_ingest(settings: Settings, **overrides: Any) -> AsyncIterator[tuple[Ingest, Any]]:
+@contextlib.asynccontextmanager
+async def own_ingest(
+    settings: Settings, **overrides: Any
+) -> AsyncIterator[tuple[Ingest, httpx.AsyncClient]]:
+    """An ingest app of the test's own (settings of its own), following the change log."""
     app = create_app(ingest_settings(settings, **overrides))
     ingest: Ingest = app.state.ingest
     async with app.router.lifespan_context(app):
@@ -113,8 +118,9 @@ class TestFloodOfUnknownNames:
     ) -> None:
         """300 requests to random unknown users cost at most burst + rate x elapsed queries;
         the rest are answered 403 without one."""
-        async for ingest, client in own_ingest(
-            settings, view_read_through_rate=5, view_read_through_burst=5
+        async with own_ingest(settings, view_read_through_rate=5, view_read_through_burst=5) as (
+            ingest,
+            client,
         ):
             registry = ingest.metrics.registry
             metric = "hookbay_ingest_config_read_throughs_total"
@@ -139,7 +145,7 @@ class TestFloodOfUnknownNames:
     ) -> None:
         """Cached absent until the change log brings the name: then live at once."""
         users, webhooks = UserRepository(db), WebhookRepository(db, SecretBox(TEST_SECRET_KEY))
-        async for ingest, client in own_ingest(settings, view_negative_ttl=60):
+        async with own_ingest(settings, view_negative_ttl=60) as (ingest, client):
             user = await users.create(create_user(plan="pro"))
             hook = create_webhook(username=user.username)
             url = f"/w/{user.username}/{hook.name}"
@@ -163,7 +169,7 @@ class TestChangeLog:
     ) -> None:
         """With reconciliation an hour away, only the change log can make these visible."""
         users, webhooks = UserRepository(db), WebhookRepository(db, SecretBox(TEST_SECRET_KEY))
-        async for ingest, client in own_ingest(settings, view_reconcile_interval=3600):
+        async with own_ingest(settings, view_reconcile_interval=3600) as (ingest, client):
             user = await users.create(create_user(plan="pro"))
             hook = await webhooks.create(create_webhook(username=user.username))
             url = f"/w/{user.username}/{hook.name}"
@@ -194,7 +200,10 @@ class TestChangeLog:
             await users.delete(user.username)
             await publisher.user_deleted(user.username)
             await answers(403)
-            assert sample(ingest.metrics.registry, "hookbay_ingest_config_reconcile_repairs_total") == 0
+            assert (
+                sample(ingest.metrics.registry, "hookbay_ingest_config_reconcile_repairs_total")
+                == 0
+            )
 
     async def test_a_change_older_than_the_view_is_ignored(self, stack: Stack) -> None:
         user, hook = await stack.owner()
@@ -217,7 +226,7 @@ class TestReconciliation:
         """A writer that died between its MongoDB write and its publication: the change is in
         MongoDB only; the next reconciliation makes it live."""
         users, webhooks = UserRepository(db), WebhookRepository(db, SecretBox(TEST_SECRET_KEY))
-        async for ingest, client in own_ingest(settings, view_reconcile_interval=0.5):
+        async with own_ingest(settings, view_reconcile_interval=0.5) as (ingest, client):
             user = await users.create(create_user(plan="pro"))
             hook = await webhooks.create(create_webhook(username=user.username))
             url = f"/w/{user.username}/{hook.name}"
