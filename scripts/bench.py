@@ -11,7 +11,8 @@ database (``hookbay_bench``), then, one server at a time:
   latency taken from each request's *scheduled* send time (no coordinated omission), then
   saturation with wrk ``-t1 -c32 -d10s``.
 
-Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section) and the
+Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section), the
+configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``) and the
 dashboard benchmark (``scripts/bench_dashboard.py``, its own section: event lists with 100k and
 1M events stored, export throughput; about 20 minutes, most of it loading 1M events).
 ``--dashboard-events 100000`` (or ``BENCH_DASHBOARD_EVENTS``) sizes it, ``--skip-dashboard`` (or
@@ -565,6 +566,7 @@ def run(dashboard: list[str] | None, retention: list[str] | None) -> int:
     print(section)
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
     status = run_forwarder_bench()
+    status = run_script("bench_config.py", [], timeout=600) or status
     if dashboard is not None:
         status = run_script("bench_dashboard.py", dashboard, timeout=3600) or status
     if retention is not None:

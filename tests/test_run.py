@@ -161,3 +161,54 @@ class TestRun:
             output = stop(proc, signal.SIGTERM)
         assert proc.returncode == 0
         assert "run: stopped" in output
+
+
+class TestPrintedCommands:
+    def test_the_printed_cli_command_works_in_a_new_shell(self) -> None:
+        """`make run` with no application setting (only where its infrastructure runs, which
+        `make test` moves), then the printed `hookbay` command in a new shell with nothing set
+        but that: the CLI finds the same local settings (ports, the checkout's key)."""
+        infra = {k: v for k, v in os.environ.items() if k.startswith("HOOKBAY_INFRA_")}
+        shell = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), **infra}
+        services = {
+            "HOOKBAY_INGEST_PORT": str(free_port()),
+            "HOOKBAY_FORWARDER_METRICS_PORT": str(free_port()),
+            "HOOKBAY_RECORDER_METRICS_PORT": str(free_port()),
+            "HOOKBAY_DASHBOARD_PORT": str(free_port()),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "run.py")],
+            env={**shell, **services}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, start_new_session=True, cwd=ROOT,
+        )  # fmt: skip
+        try:
+            output = read_until(proc, "stop:       Ctrl-C")
+        finally:
+            output += stop(proc)
+        command = re.search(r"manage:\s+(\S+hookbay webhook list demo)", output)
+        assert command is not None, output
+        done = subprocess.run(
+            command.group(1).split(), env=shell, cwd=ROOT, capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "orders" in done.stdout
+        assert done.stderr == ""
+
+    def test_a_missing_setting_is_named_outside_a_checkout(self, tmp_path: Path) -> None:
+        """Run from elsewhere than the checkout's .venv (an installed image): one clear line."""
+        from hookbay_common import localenv
+
+        assert localenv.checkout_root() == ROOT
+        script = (
+            "import sys; import hookbay_common.localenv as l;"
+            " l.checkout_root = lambda: None; from hookbay_common.cli import main;"
+            " main(['webhook', 'list', 'demo'])"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script], env={"PATH": os.environ["PATH"]},
+            capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert done.stderr.startswith("hookbay: invalid settings: HOOKBAY_SECRET_KEY is not set")
+        assert "Traceback" not in done.stderr

@@ -29,9 +29,11 @@ class TestTopics:
         specs = Topics("ns").specs([10.0, 60.0, 60.0, 0.5, 21600.0])
         assert [spec.name for spec in specs] == [
             "ns.events", "ns.attempts", "ns.events.dlq", "ns.replays",
-            "ns.retry.10s", "ns.retry.1m", "ns.retry.500ms", "ns.retry.6h",
+            "ns.retry.10s", "ns.retry.1m", "ns.retry.500ms", "ns.retry.6h", "ns.config",
         ]  # fmt: skip
-        assert all(s.config["max.message.bytes"] == str(MAX_MESSAGE_BYTES) for s in specs)
+        *data, config = specs
+        assert all(s.config["max.message.bytes"] == str(MAX_MESSAGE_BYTES) for s in data)
+        assert (config.config["cleanup.policy"], config.partitions) == ("compact", 1)
 
     @pytest.mark.parametrize(
         ("seconds", "label"),
@@ -82,7 +84,7 @@ class TestEnsureTopics:
 
     async def test_hookbay_topics(self, kafka_bootstrap: str) -> None:
         specs = Topics(f"test.{unique_name()}").specs([1.0, 2.0])
-        assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 6
+        assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 7
         assert await ensure_topics(kafka_bootstrap, partitions=6, specs=specs) == []
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hookbay_common.settings import Settings
 
 T = TypeVar("T")
+S = TypeVar("S", bound="Settings")
 
 
 @dataclass
@@ -79,11 +80,17 @@ class CliState:
 
     @cached_property
     def settings(self) -> Settings:
-        from hookbay_common.localenv import apply_local_defaults
         from hookbay_common.settings import Settings
 
-        apply_local_defaults()  # in a checkout: what `make run` uses, for whatever is unset
-        return Settings()  # type: ignore[call-arg]  # secret_key comes from the environment
+        return self.settings_of(Settings)
+
+    def settings_of(self, cls: type[S]) -> S:
+        """``cls`` from the environment; in a checkout, whatever it leaves unset takes the value
+        `make run` gives the services (``hookbay_common.localenv``)."""
+        from hookbay_common.localenv import local_overrides
+
+        overrides: dict[str, Any] = dict(local_overrides())  # strings, parsed like the env's
+        return cls(**overrides)
 
     def run(self, work: Callable[[Runtime], Awaitable[T]]) -> T:
         """Run ``work`` with an open database; ``migrate`` first so a fresh database works.

@@ -55,10 +55,12 @@ def local_defaults(root: Path, env: Mapping[str, str], *, create_key: bool) -> d
     return {name: value for name, value in defaults.items() if name not in env}
 
 
-def apply_local_defaults() -> Path | None:
-    """In a checkout, fill this process's unset ``HOOKBAY_*`` variables with the local ones
-    (never creating the key); return the checkout, or ``None`` outside one."""
+def local_overrides() -> dict[str, str]:
+    """In a checkout, the local values for the ``HOOKBAY_*`` variables this process leaves unset,
+    as settings field names (``kafka_bootstrap``, ...) to pass to a ``Settings`` class (never
+    creating the key, never touching the environment); empty outside a checkout."""
     root = checkout_root()
-    if root is not None:
-        os.environ.update(local_defaults(root, os.environ, create_key=False))
-    return root
+    if root is None:
+        return {}
+    defaults = local_defaults(root, os.environ, create_key=False)
+    return {name.removeprefix("HOOKBAY_").lower(): value for name, value in defaults.items()}

@@ -49,8 +49,7 @@ def run_command(state: CliState, dry_run: bool) -> None:
     from hookbay_retention.service import run_once
     from hookbay_retention.settings import RetentionSettings
 
-    state.settings  # noqa: B018 - the checkout's local settings first (hookbay_common.localenv)
-    settings = RetentionSettings()  # type: ignore[call-arg]  # secret_key from the environment
+    settings = state.settings_of(RetentionSettings)
     plans = load_plans(settings.plans_file)
     interactive = sys.stderr.isatty()
     try:

@@ -240,8 +240,7 @@ def tail(state: CliState, username: str, name: str) -> None:
     from hookbay_dashboard.settings import DashboardSettings
     from hookbay_dashboard.tail.service import TailService
 
-    state.settings  # noqa: B018 - the checkout's local settings first (hookbay_common.localenv)
-    poll_interval = DashboardSettings().tail_poll_interval  # type: ignore[call-arg]
+    poll_interval = state.settings_of(DashboardSettings).tail_poll_interval
 
     async def work(rt: Runtime) -> None:
         tails = TailService(
