@@ -48,7 +48,11 @@ def environment(namespace: str) -> dict[str, str]:
     sys.path.insert(0, str(ROOT / "libs" / "common" / "src"))
     from hookbay_common.localenv import local_defaults
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKBAY_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("HOOKBAY_") or k.startswith("HOOKBAY_INFRA_")
+    }
     env.update(local_defaults(ROOT, env, create_key=True))
     env.pop("HOOKBAY_REDIS_URL")  # each replica limits on its own: plan changes seen per replica
     mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]

@@ -96,6 +96,20 @@ class TestNewConfigurationIsLiveAtOnce:
             assert created.status_code == 201, created.text
             assert await replicas.post(owner.username, f"hook-{i}") == [200, 200], i
 
+    async def test_delete_then_recreate_is_live_at_once(
+        self, dashboard: Dashboard, replicas: Replicas
+    ) -> None:
+        """Both replicas have just answered 404 for the name (and remember it); the creation
+        is still answered 200 on the first request."""
+        owner = await dashboard.owner()
+        assert (await owner.client.post("/api/v1/webhooks", json={"name": "again"})).is_success
+        for round_ in range(20):
+            assert (await owner.client.delete("/api/v1/webhooks/again")).status_code == 204
+            await replicas.all_answer(404, owner.username, "again")
+            created = await owner.client.post("/api/v1/webhooks", json={"name": "again"})
+            assert created.status_code == 201, created.text
+            assert await replicas.post(owner.username, "again") == [200, 200], round_
+
     async def test_cli_create_then_send(
         self, env: dict[str, str], dashboard: Dashboard, replicas: Replicas
     ) -> None:

@@ -50,7 +50,12 @@ class Stack:
 
 
 def ingest_settings(settings: Settings, **overrides: Any) -> IngestSettings:
-    fields = {**settings.model_dump(), **overrides}
+    # tests write users and webhooks straight to MongoDB (no publication) and rely on the
+    # read-through; a generous bound keeps a long session within it (the bound has its own test)
+    fields = {
+        **settings.model_dump(), "view_read_through_rate": 1000, "view_read_through_burst": 1000,
+        **overrides,
+    }  # fmt: skip
     return IngestSettings(**fields)
 
 

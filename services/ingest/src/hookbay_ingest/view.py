@@ -57,6 +57,7 @@ from hookbay_ingest.metrics import ViewMetrics
 
 log = get_logger("hookbay.ingest.view")
 RECONNECT_INTERVAL = 2.0
+SYNC_TIMEOUT = 1.0
 Record = User | Webhook
 
 
@@ -133,20 +134,28 @@ class ConfigView:
         return found if isinstance(found, Webhook) else None
 
     async def _read_through(self, key: ConfigKey) -> Record | None:
-        expiry = self._absent.get(key)
-        if expiry is not None:
-            if expiry > time.monotonic():
-                self._metrics.negative_hits.inc()
-                return None
-            del self._absent[key]
+        if self._absent.get(key, 0.0) > time.monotonic():
+            found = await self._after_sync(key)
+            if found is not None or self._absent.get(key, 0.0) > time.monotonic():
+                if found is None:
+                    self._metrics.negative_hits.inc()
+                return found
         task = self._inflight.get(key)
         if task is None:
             if not self._budget.take():
-                self._metrics.read_throughs.labels("refused").inc()
-                return None
+                found = await self._after_sync(key)
+                if found is None:
+                    self._metrics.read_throughs.labels("refused").inc()
+                return found
             task = asyncio.create_task(self._fetch(key), name="config-read-through")
             self._inflight[key] = task
         return await asyncio.shield(task)  # a caller that goes away leaves the query to the rest
+
+    async def _after_sync(self, key: ConfigKey) -> Record | None:
+        """The view's entry once every change published before this call is applied: an
+        answer "absent" given without MongoDB is never older than what writers published."""
+        await self._changes.sync()
+        return self._get(key)
 
     async def _fetch(self, key: ConfigKey) -> Record | None:
         started = self._generation
@@ -318,6 +327,8 @@ class ChangeLog:
         self._consumer: AIOKafkaConsumer | None = None
         self._start: dict[TopicPartition, int] = {}
         self._positions: dict[TopicPartition, int] = {}
+        self._ends: asyncio.Task[dict[TopicPartition, int]] | None = None
+        self._advanced = asyncio.Event()
         self.at_end = False
 
     async def connect(self) -> None:
@@ -379,6 +390,24 @@ class ChangeLog:
                     lag += max(0, end - self._positions[tp])
             metrics.lag.set(lag)
             self.at_end = lag == 0
+            self._advanced.set()  # every record of the batch is applied by now
+            self._advanced = asyncio.Event()
+
+    async def sync(self) -> None:
+        """Return once every record on the log when this was called has been applied; at most
+        ``SYNC_TIMEOUT`` s (Kafka away, or not followed yet: the view answers with what it holds).
+        Concurrent callers share one end-offset request (a caller arriving while one is in
+        flight joins it: the window is that request's round trip)."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        with contextlib.suppress(TimeoutError, KafkaError):
+            async with asyncio.timeout(SYNC_TIMEOUT):
+                if self._ends is None or self._ends.done():
+                    self._ends = asyncio.create_task(consumer.end_offsets(list(self._start)))
+                ends = await asyncio.shield(self._ends)
+                while any(self._positions.get(tp, 0) < end for tp, end in ends.items()):
+                    await self._advanced.wait()
 
     async def stop(self) -> None:
         if self._consumer is not None:
