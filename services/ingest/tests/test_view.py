@@ -237,3 +237,30 @@ class TestReconciliation:
             await until(refused, timeout=15, what="the reconciliation repairs the view")
             repairs = "hookbay_ingest_config_reconcile_repairs_total"
             assert sample(ingest.metrics.registry, repairs) >= 1
+
+
+class TestReadiness:
+    async def test_not_ready_until_the_change_log_is_followed(self, settings: Settings) -> None:
+        """MongoDB loaded, Kafka away: the view is not following the change log, so not ready."""
+        from tests.support.net import free_port
+
+        app = create_app(ingest_settings(settings, kafka_bootstrap=f"127.0.0.1:{free_port()}"))
+        async with app.router.lifespan_context(app):
+            assert app.state.ingest.view.loaded
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://i") as client:
+                ready = await client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["config_view"] is False
+
+    async def test_view_metrics_are_exposed(self, stack: Stack) -> None:
+        text = (await stack.client.get("/metrics/")).text
+        for metric in (
+            "hookbay_ingest_config_changes_applied_total",
+            "hookbay_ingest_config_changelog_lag",
+            "hookbay_ingest_config_view_age_seconds",
+            "hookbay_ingest_config_read_throughs_total",
+            "hookbay_ingest_config_negative_hits_total",
+            "hookbay_ingest_config_reconcile_repairs_total",
+        ):
+            assert metric in text, metric
