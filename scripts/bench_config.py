@@ -8,8 +8,10 @@ change published) is "committed". It then polls *each* replica back to back (one
 time, on loopback) until the replica answers accordingly; the send time of that first matching
 request, minus "committed", is the propagation time of that change on that replica. The changes
 cycle through deactivate (403), activate (200), secret set (401 unsigned), secret removed (200),
-plan free (429 naming plan free), plan pro (200), webhook deleted (404) and webhook created (200
-on the very first request, counted separately: the zero window).
+plan free (429 naming plan free), plan pro (200), webhook deleted (404), webhook created (200
+on the very first request, counted separately: the zero window) and user deleted (403 "User not
+found"). A forward URL change is not timed here (it shows only on the captured event; the
+end-to-end test tests/test_config_propagation.py checks it on both replicas).
 
 CLI start-up: CPU time (user + system) of ``hookbay --help`` and of every ``hookbay <group>
 --help``, median of 5 runs each.
@@ -136,6 +138,9 @@ def measure(env: dict[str, str], cycles: int) -> tuple[dict[str, list[float]], i
         def status_is(code: int) -> Callable[[httpx.Response], bool]:
             return lambda r: r.status_code == code
 
+        def user_unknown(r: httpx.Response) -> bool:
+            return r.status_code == 403 and r.json().get("error") == "User not found"
+
         def plan_is(plan: str) -> Callable[[httpx.Response], bool]:
             return lambda r: r.status_code == 429 and r.json().get("plan") == plan
 
@@ -161,6 +166,15 @@ def measure(env: dict[str, str], cycles: int) -> tuple[dict[str, list[float]], i
             answers = [replica.post(path, content=b"{}").status_code for replica in replicas]
             created += len(answers)
             first_try += answers.count(200)
+            admin.delete(f"/api/v1/admin/users/{user}").raise_for_status()
+            committed = time.perf_counter()
+            for replica in replicas:
+                seen = poll(replica, path, user_unknown)
+                samples.setdefault("user deleted", []).append(max(0.0, seen - committed))
+            recreated = admin.post("/api/v1/admin/users", json={"username": user, "plan": "pro"})
+            recreated.raise_for_status()
+            api.headers["Authorization"] = f"Bearer {recreated.json()['token']}"
+            api.post("/api/v1/webhooks", json={"name": name}).raise_for_status()
     return samples, first_try, created
 
 

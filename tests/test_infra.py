@@ -61,3 +61,70 @@ class TestInfra:
         cluster_id = re.search(r"^cluster\.id=(.*)$", meta, re.MULTILINE)
         assert cluster_id is not None
         assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id.group(1)), cluster_id.group(1)
+
+
+def psql(sql: str) -> str:
+    """A query on the embedded store's PostgreSQL (the `ferretdb` database), as its owner."""
+    port = os.environ.get("HOOKBAY_INFRA_PG_PORT", "5433")
+    done = subprocess.run(
+        ["runuser", "-u", "hookbay-pg", "--", "psql", "-h", "127.0.0.1", "-p", port,
+         "-U", "hookbay", "-d", "ferretdb", "-tAc", sql],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+class TestEmbeddedStoreIndexes:
+    """deploy/local/ferretdb/indexes.sql: every collection FerretDB creates is GIN-indexed on the
+    fields hookbay filters by equality, also after a drop, and an equality look-up uses it."""
+
+    def gin_indexes(self, schema: str) -> set[str]:
+        rows = psql(
+            f"SELECT indexname FROM pg_indexes WHERE schemaname = '{schema}'"  # noqa: S608
+            " AND indexname LIKE '%\\_gin\\_%'"
+        )
+        return {re.sub(r"_[0-9a-f]{8}_gin_", ".", row) for row in rows.splitlines()}
+
+    def test_new_and_recreated_collections_are_indexed(self, mongo_url: str) -> None:
+        from pymongo import MongoClient
+
+        name = f"gin_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
+        with MongoClient(mongo_url.rsplit("/", 1)[0]) as client:
+            db = client[name]
+            try:
+                db.events.insert_one({"_id": "evt_1", "request_id": "req_1"})
+                db.attempts.insert_one({"_id": "att_1", "event_id": "evt_1"})
+                expected = {
+                    "events.id", "events.request_id", "events.username", "events.webhook_id",
+                    "attempts.id", "attempts.event_id", "attempts.username",
+                }  # fmt: skip
+                assert self.gin_indexes(name) == expected
+                db.events.drop()
+                db.events.insert_one({"_id": "evt_2", "request_id": "req_2"})
+                assert self.gin_indexes(name) == expected
+
+                def scans() -> int:
+                    return int(
+                        psql(
+                            "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"  # noqa: S608
+                            f" WHERE schemaname = '{name}' AND indexrelname LIKE"
+                            " 'events\\_%\\_gin\\_request\\_id'"
+                        )
+                    )
+
+                before = scans()
+                assert db.events.find_one({"request_id": "req_2"}) is not None
+                deadline = time.monotonic() + 10  # statistics reach the view asynchronously
+                while scans() == before:
+                    assert time.monotonic() < deadline, "the look-up did not use the GIN index"
+                    time.sleep(0.1)
+            finally:
+                client.drop_database(name)
+
+    def test_the_step_is_idempotent(self) -> None:
+        result = infra("up", "postgres")
+        assert result.returncode == 0, result.stderr
+        assert (
+            psql("SELECT count(*) FROM pg_event_trigger WHERE evtname = 'hookbay_gin_on_create'")
+            == "1"
+        )

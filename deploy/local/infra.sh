@@ -165,8 +165,19 @@ up_kafka() {
   wait_for kafka "$KAFKA_PORT" "Kafka Server started"
 }
 
+# The embedded store's GIN indexes (deploy/local/ferretdb/indexes.sql): an event trigger that
+# indexes every table FerretDB creates, and the tables that exist already. Idempotent; run on
+# every `up`, so a data directory from before the step gets it too.
+index_store() {
+  runuser -u hookbay-pg -- psql -h 127.0.0.1 -p "$PG_PORT" -U hookbay -d ferretdb -q \
+    -v ON_ERROR_STOP=1 -f - <"$HERE/ferretdb/indexes.sql" 2>&1 | grep -v NOTICE >&2 || true
+  runuser -u hookbay-pg -- psql -h 127.0.0.1 -p "$PG_PORT" -U hookbay -d ferretdb -tAc \
+    "SELECT 1 FROM pg_event_trigger WHERE evtname = 'hookbay_gin_on_create'" | grep -q 1 ||
+    die "could not install the embedded store's indexes (deploy/local/ferretdb/indexes.sql)"
+}
+
 up_postgres() {
-  running postgres && { say "postgres already running"; return; }
+  running postgres && { say "postgres already running"; index_store; return; }
   claim_port postgres "$PG_PORT"
   local data="$RUN/postgres"
   if [ ! -f "$data/PG_VERSION" ]; then
@@ -181,6 +192,7 @@ up_postgres() {
   runuser -u hookbay-pg -- psql -h 127.0.0.1 -p "$PG_PORT" -U hookbay -d postgres -tAc \
     "SELECT 1 FROM pg_database WHERE datname='ferretdb'" | grep -q 1 ||
     runuser -u hookbay-pg -- psql -h 127.0.0.1 -p "$PG_PORT" -U hookbay -d postgres -qc "CREATE DATABASE ferretdb"
+  index_store
 }
 
 up_ferretdb() {

@@ -358,6 +358,8 @@ class TestMigrate:
     def test_creates_indexes_and_topics_idempotently(self, hookbay: Invoke, raw_db: Any) -> None:
         first = ok_json(hookbay("migrate", "--json"))
         assert first["indexes"] == "ok"
+        stored = raw_db.users.count_documents({}) + raw_db.webhooks.count_documents({})
+        assert first["config_published"] == stored  # every user and webhook, to the change log
         assert ok_json(hookbay("migrate", "--json"))["topics_created"] == []
         assert "request_id" in raw_db.events.index_information()
         assert hookbay("migrate").stdout.strip().startswith("indexes ok; topics created: none; ")

@@ -1,0 +1,76 @@
+-- The embedded store's indexes (FerretDB v1 on PostgreSQL): GIN expression indexes beside the
+-- tables FerretDB makes, so the equality filters FerretDB pushes down as `_jsonb->'f' @> '"v"'`
+-- are served by an index instead of a scan (../../../docs/ferretdb-backends.md; FerretDB's own
+-- btree indexes, made for `createIndexes`, can never serve `@>`). Real MongoDB needs none of this:
+-- the indexes `hookbay migrate` declares serve the same queries there.
+--
+-- Applied by deploy/local/infra.sh to the `ferretdb` database every time PostgreSQL starts:
+-- idempotent. An event trigger gives every table FerretDB creates later its indexes at once, in
+-- the transaction that creates it, so a collection created (or dropped and created again) by any
+-- database — `make run`'s, each test worker's, a benchmark's — is indexed from its first document;
+-- the DO block at the end indexes tables that existed before the trigger did.
+--
+-- FerretDB names a collection's table `<collection>_<8 hex digits>` in the schema named after the
+-- database; the fields per collection are the ones hookbay filters on by equality.
+
+CREATE OR REPLACE FUNCTION hookbay_gin_fields(collection text) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE collection
+    WHEN 'events' THEN ARRAY['_id', 'request_id', 'username', 'webhook_id']
+    WHEN 'attempts' THEN ARRAY['_id', 'event_id', 'username']
+    WHEN 'sessions' THEN ARRAY['_id', 'username']
+    WHEN 'api_tokens' THEN ARRAY['_id', 'token_hash', 'username']
+    WHEN 'webhooks' THEN ARRAY['_id', 'username']
+    ELSE ARRAY['_id']
+  END
+$$;
+
+CREATE OR REPLACE FUNCTION hookbay_gin_index_table(schema_name text, table_name text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  collection text := substring(table_name FROM '^(.+)_[0-9a-f]{8}$');
+  field text;
+BEGIN
+  IF collection IS NULL OR table_name LIKE '\_ferretdb%' THEN
+    RETURN;
+  END IF;
+  FOREACH field IN ARRAY hookbay_gin_fields(collection) LOOP
+    EXECUTE format(
+      'CREATE INDEX IF NOT EXISTS %I ON %I.%I USING gin ((_jsonb -> %L) jsonb_path_ops)',
+      table_name || '_gin_' || trim(LEADING '_' FROM field), schema_name, table_name, field
+    );
+  END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION hookbay_gin_on_create() RETURNS event_trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  created record;
+BEGIN
+  FOR created IN
+    SELECT c.relnamespace::regnamespace::text AS schema_name, c.relname::text AS table_name
+    FROM pg_event_trigger_ddl_commands() AS d JOIN pg_class AS c ON c.oid = d.objid
+    WHERE d.command_tag = 'CREATE TABLE' AND d.object_type = 'table'
+  LOOP
+    PERFORM hookbay_gin_index_table(trim(BOTH '"' FROM created.schema_name), created.table_name);
+  END LOOP;
+END
+$$;
+
+DROP EVENT TRIGGER IF EXISTS hookbay_gin_on_create;
+CREATE EVENT TRIGGER hookbay_gin_on_create ON ddl_command_end
+  WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION hookbay_gin_on_create();
+
+DO $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN
+    SELECT schemaname, tablename FROM pg_tables
+    WHERE schemaname NOT IN ('pg_catalog', 'information_schema', 'public')
+  LOOP
+    PERFORM hookbay_gin_index_table(t.schemaname, t.tablename);
+  END LOOP;
+END
+$$;
