@@ -8,7 +8,8 @@
 -- idempotent. An event trigger gives every table FerretDB creates later its indexes at once, in
 -- the transaction that creates it, so a collection created (or dropped and created again) by any
 -- database — `make run`'s, each test worker's, a benchmark's — is indexed from its first document;
--- the DO block at the end indexes tables that existed before the trigger did.
+-- the DO block at the end indexes tables that existed before the trigger did (only the indexes
+-- missing: a re-run takes no lock on any table).
 --
 -- FerretDB names a collection's table `<collection>_<8 hex digits>` in the schema named after the
 -- database; the fields per collection are the ones hookbay filters on by equality.
@@ -30,15 +31,20 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   collection text := substring(table_name FROM '^(.+)_[0-9a-f]{8}$');
   field text;
+  index_name text;
 BEGIN
   IF collection IS NULL OR table_name LIKE '\_ferretdb%' THEN
     RETURN;
   END IF;
   FOREACH field IN ARRAY hookbay_gin_fields(collection) LOOP
-    EXECUTE format(
-      'CREATE INDEX IF NOT EXISTS %I ON %I.%I USING gin ((_jsonb -> %L) jsonb_path_ops)',
-      table_name || '_gin_' || trim(LEADING '_' FROM field), schema_name, table_name, field
-    );
+    index_name := table_name || '_gin_' || trim(LEADING '_' FROM field);
+    -- checked first: CREATE INDEX IF NOT EXISTS would still lock the table against writes
+    IF to_regclass(format('%I.%I', schema_name, index_name)) IS NULL THEN
+      EXECUTE format(
+        'CREATE INDEX %I ON %I.%I USING gin ((_jsonb -> %L) jsonb_path_ops)',
+        index_name, schema_name, table_name, field
+      );
+    END IF;
   END LOOP;
 END
 $$;
@@ -58,9 +64,14 @@ BEGIN
 END
 $$;
 
-DROP EVENT TRIGGER IF EXISTS hookbay_gin_on_create;
-CREATE EVENT TRIGGER hookbay_gin_on_create ON ddl_command_end
-  WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION hookbay_gin_on_create();
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtname = 'hookbay_gin_on_create') THEN
+    CREATE EVENT TRIGGER hookbay_gin_on_create ON ddl_command_end
+      WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION hookbay_gin_on_create();
+  END IF;
+END
+$$;
 
 DO $$
 DECLARE
