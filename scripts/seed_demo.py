@@ -23,11 +23,12 @@ DEMO_SECRET = "demo-signing-secret"  # noqa: S105
 
 async def seed(rt: Runtime) -> dict[str, object]:
     users = UserRepository(rt.db)
-    accounts = AccountService(users, TokenRepository(rt.db), rt.plans)
+    accounts = AccountService(users, TokenRepository(rt.db), rt.plans, publisher=rt.config)
     webhooks = WebhookService(
         WebhookRepository(rt.db, rt.box),
         users,
         allow_private=rt.settings.allow_private_destinations,
+        publisher=rt.config,  # a writer like any other: the change log hears of it
     )
     made: dict[str, object] = {
         "user": DEMO_USER,
