@@ -106,6 +106,7 @@ class TestUpgradeWithBody:
         request = post_head(user, hook, "Content-Length: 0", "Upgrade: h2c", "Connection: upgrade")
         response = await raw_exchange(remote, request)
         assert response.status == 200
+        assert response.headers["connection"] == "close"  # not left hanging on a paused parser
         (event,) = await probe.events(response.json()["requestId"])
         assert event.body == b""
 

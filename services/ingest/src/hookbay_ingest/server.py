@@ -14,7 +14,8 @@ answers it gives before the app is reached in hookbay's JSON error shape.
   exact header limits are the app's (``Ingest._check_headers``).
 - A protocol upgrade (``Connection: upgrade``) is never performed (uvicorn runs with
   ``ws="none"``): the request reaches the app as a plain request, and the app refuses one that
-  carries a body (the parser handed that body to the would-be new protocol).
+  carries a body (the parser handed that body to the would-be new protocol). The connection
+  is closed after that answer: the parser reads nothing more once it saw an upgrade.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ class IngestHttpProtocol(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            pass  # no protocol switch: the app has the request (see the module docstring)
+            # no protocol switch: the app has the request (see the module docstring); the
+            # parser stays paused after an upgrade, so the connection ends with the answer
+            if self.cycle is not None:
+                self.cycle.keep_alive = False
         except httptools.HttpParserError as exc:
             reason = str(exc) or type(exc).__name__
             log.info("invalid_http_request", reason=reason)
