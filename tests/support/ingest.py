@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -128,3 +129,42 @@ async def ingest_process(
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
+
+
+@dataclass
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+async def raw_exchange(base: str, data: bytes, *, timeout: float = 30) -> RawResponse:
+    """Send ``data`` exactly as given on a new connection to ``base`` (``http://host:port``)
+    and read one response, while still sending (the server may answer before reading all)."""
+    host, port = base.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+
+    async def send() -> None:
+        with contextlib.suppress(ConnectionError):
+            writer.write(data)
+            await writer.drain()
+
+    sending = asyncio.create_task(send())
+    try:
+        async with asyncio.timeout(timeout):
+            head = await reader.readuntil(b"\r\n\r\n")
+            status_line, *lines = head.decode("latin-1").split("\r\n")
+            headers = {
+                name.strip().lower(): value.strip()
+                for name, _, value in (line.partition(":") for line in lines if line)
+            }
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+    finally:
+        sending.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+        writer.close()
+    return RawResponse(int(status_line.split(" ")[1]), headers, body)

@@ -187,7 +187,9 @@ class TestEventRepository:
         assert stored.request_headers == headers
         assert list(stored.request_headers) == list(headers)
 
-    @pytest.mark.parametrize("body", [b'{"a": "\xc3\xa9"}', b"\xff\xfe\x00binary", b""])
+    @pytest.mark.parametrize(
+        "body", [b'{"a": "\xc3\xa9"}', b"\xff\xfe\x00binary", b"", b'{"a": "x\x00y"}']
+    )
     async def test_body_round_trip(self, db: Database, body: bytes) -> None:
         events = EventRepository(db)
         event = create_event(body=body)
@@ -199,6 +201,12 @@ class TestEventRepository:
         doc = event_to_document(create_event(body=b"\xff\x00"))
         assert doc["request_body_encoding"] == "base64"
         assert base64.b64decode(doc["request_body"]) == b"\xff\x00"
+
+    async def test_utf8_with_a_nul_is_stored_as_base64(self) -> None:
+        """Valid UTF-8, but the store refuses a NUL in text (issue 14)."""
+        doc = event_to_document(create_event(body=b"x\x00y"))
+        assert doc["request_body_encoding"] == "base64"
+        assert base64.b64decode(doc["request_body"]) == b"x\x00y"
 
     async def test_upsert_is_idempotent_and_keeps_status(self, db: Database) -> None:
         events = EventRepository(db)

@@ -9,6 +9,7 @@ from hookbay_common.clock import isoformat, utcnow
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, has_prefix, new_id
 from hookbay_common.names import (
+    check_storable,
     check_username,
     check_webhook_name,
     is_valid_username,
@@ -64,6 +65,30 @@ class TestNames:
         with pytest.raises(InvalidRequest, match="invalid webhook name") as caught:
             check_webhook_name(name)
         assert caught.value.body()["webhookName"] == name
+
+
+class TestStorable:
+    @pytest.mark.parametrize("text", ["", "plain", "caf\u00e9", "\U0001f600\U00096809", "\t\n"])
+    def test_storable(self, text: str) -> None:
+        assert check_storable(text, "x") == text
+
+    @pytest.mark.parametrize(
+        ("text", "problem"),
+        [
+            ("a\x00b", "a NUL character"),
+            ("\ud800", "an unpaired surrogate"),
+            ("\udc09x", "an unpaired surrogate"),
+        ],
+    )
+    def test_refused_with_where_it_came_from(self, text: str, problem: str) -> None:
+        with pytest.raises(InvalidRequest) as caught:
+            check_storable(text, "query parameter cursor")
+        assert caught.value.body() == {
+            "error": "Invalid request",
+            "message": f"query parameter cursor holds {problem}, which hookbay does not accept "
+            "in any text",
+            "parameter": "query parameter cursor",
+        }
 
 
 class TestClock:

@@ -15,6 +15,7 @@ from hookbay_common.wire import (
     encode_attempt,
     encode_event,
     encode_task,
+    max_event_bytes,
 )
 from tests.support.factories import create_attempt, create_event
 
@@ -102,3 +103,39 @@ class TestTaskWire:
         packed = msgpack.packb({"schema": "task/1", "number": 1}, use_bin_type=True)
         with pytest.raises(WireError, match="invalid task/1"):
             decode_task(packed)
+
+
+class TestMaxEventBytes:
+    """``max_event_bytes`` bounds the real encodings of the worst requests under the limits."""
+
+    @pytest.mark.parametrize(
+        ("body_bytes", "header_bytes", "header_count"),
+        [(4_500_000, 65_536, 100), (6_000_000, 65_536, 100), (1_000, 262_144, 1000)],
+    )
+    def test_bounds_the_worst_event_task_and_dead_letter(
+        self, body_bytes: int, header_bytes: int, header_count: int
+    ) -> None:
+        # every header byte non-ASCII (two bytes in UTF-8), most of them in Content-Type, the
+        # rest in repeated fields (joined with ", "), and the longest destination URL
+        names = ["content-type"] + ["x-dup"] * (header_count - 1)
+        filler = header_bytes - sum(map(len, names)) - (header_count - 1)
+        raw = [(b"content-type", b"\xff" * filler)] + [(b"x-dup", b"\xe9")] * (header_count - 1)
+        headers: dict[str, str] = {}
+        for name, value in raw:
+            text = value.decode("latin-1")
+            key = name.decode()
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        url = "https://example.com/" + "p" * (2048 - 20)
+        event = create_event(
+            body=b"\xff" * body_bytes, request_headers=headers,
+            content_type=headers["content-type"], forward_url=url,
+        )  # fmt: skip
+        task = DeliveryTask(
+            event=event, chain_id="chn_" + "0" * 26, trigger=AttemptTrigger.RETRY, number=99,
+            url=url, not_before=datetime.now(tz=UTC),
+        )  # fmt: skip
+        bound = max_event_bytes(
+            body_bytes=body_bytes, header_bytes=header_bytes, header_count=header_count
+        )
+        assert len(encode_event(event)) <= bound - 4096
+        assert len(encode_task(task)) <= bound - 4096  # room left for key and record framing

@@ -3,7 +3,11 @@ every operation of a real ``python -m hookbay_dashboard`` (on the real database,
 
 Checks: no 5xx for anything a client can send, every status code and response body as the
 document says, and a documented content type. The live tail is left out: a valid request to it
-never ends by design (tests/test_tail.py covers it)."""
+never ends by design (tests/test_tail.py covers it).
+
+Reproducible: the examples are derived from the test itself (``derandomize``, no example
+database), so every run of ``make test`` sends the same requests and a red run is red for a
+reason; open-ended exploration with fresh random inputs belongs to ``make chaos``."""
 
 from __future__ import annotations
 
@@ -93,6 +97,8 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @schema.parametrize()
 @settings(
     max_examples=30,
+    derandomize=True,
+    database=None,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -38,3 +38,28 @@ def check_webhook_name(value: str) -> str:
             webhookName=value,
         )
     return value
+
+
+def unstorable_character(value: str) -> str | None:
+    """Why ``value`` cannot be stored or used as a key, or ``None`` when it can: a NUL (the
+    PostgreSQL behind FerretDB refuses it in any string, BSON keys and C strings end at it) or
+    an unpaired surrogate (not Unicode text: it has no UTF-8 encoding, so neither BSON, Redis
+    nor a password hash can take it). Astral characters are fine."""
+    if "\x00" in value:
+        return "a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "an unpaired surrogate"
+    return None
+
+
+def check_storable(value: str, where: str) -> str:
+    """``value`` unchanged, or ``InvalidRequest`` naming ``where`` it came from."""
+    problem = unstorable_character(value)
+    if problem is not None:
+        raise InvalidRequest(
+            f"{where} holds {problem}, which hookbay does not accept in any text",
+            parameter=where,
+        )
+    return value

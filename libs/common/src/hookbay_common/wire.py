@@ -14,6 +14,10 @@ import msgpack
 from hookbay_common.models import Attempt, DeliveryTask, Event
 
 EVENT_SCHEMA = "event/1"
+ENVELOPE_OVERHEAD_BYTES = 16 * 1024
+"""Room for everything in a Kafka record that is neither the body nor a copy of header bytes:
+ids, names, status fields, the destination URL (twice in a delivery task, at most 2,048 bytes
+each), the record key, dead-letter headers and the record batch framing."""
 ATTEMPT_SCHEMA = "attempt/1"
 TASK_SCHEMA = "task/1"
 
@@ -55,6 +59,21 @@ def _event_to_fields(event: Event) -> dict[str, Any]:
 def _event_from_fields(fields: dict[str, Any]) -> Event:
     fields["created_at"] = _datetime_from_wire(fields["created_at"])
     return Event.model_validate(fields)
+
+
+def max_event_bytes(*, body_bytes: int, header_bytes: int, header_count: int) -> int:
+    """The most a Kafka record carrying an event (the event itself, a delivery task or a dead
+    letter wrapping it) can take for a request of at most ``body_bytes`` of body and
+    ``header_count`` header fields of ``header_bytes`` (names plus values) in total.
+
+    The body travels as msgpack ``bin``: its own size plus 5 bytes, whether it is UTF-8 or not
+    (no base64 on the wire). Header bytes are decoded as latin-1 and packed as UTF-8, so each
+    can take 2 bytes; they appear in ``request_headers`` (repeated names joined with ``", "``,
+    every name and value with a 5-byte msgpack prefix) and again in ``content_type`` and
+    ``client_ip`` (copies of single header values, together at most ``header_bytes``)."""
+    headers = 2 * (header_bytes + 2 * header_count) + 10 * header_count
+    copies = 2 * header_bytes
+    return body_bytes + 5 + headers + copies + ENVELOPE_OVERHEAD_BYTES
 
 
 def encode_event(event: Event) -> bytes:

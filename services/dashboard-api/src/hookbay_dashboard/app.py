@@ -10,7 +10,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import Counter, Histogram
@@ -25,6 +25,7 @@ from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook, load_plans
 from hookbay_dashboard.accounts.routes import router as accounts_router
 from hookbay_dashboard.auth.routes import router as auth_router
+from hookbay_dashboard.deps import refuse_unstorable_text
 from hookbay_dashboard.events.routes import router as events_router
 from hookbay_dashboard.replays.routes import router as replays_router
 from hookbay_dashboard.runtime import Runtime
@@ -165,7 +166,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def api_router() -> APIRouter:
     """Every ``/api/v1`` route, one router per domain."""
-    api = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
+    api = APIRouter(
+        prefix=API_PREFIX, responses=ERROR_RESPONSES, dependencies=[Depends(refuse_unstorable_text)]
+    )
     routers = [
         auth_router, accounts_router, webhooks_router, tail_router, events_router, replays_router
     ]  # fmt: skip

@@ -8,12 +8,13 @@ requests from carrying the cookie; the header is the second lock).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from hookbay_common.errors import AdminRequired, CsrfRejected, NotAuthenticated
+from hookbay_common.names import check_storable
 from hookbay_dashboard.accounts.service import AccountService, OwnerData
 from hookbay_dashboard.auth.service import AuthService, Principal
 from hookbay_dashboard.events.cursor import cursor_key
@@ -32,6 +33,37 @@ _bearer = HTTPBearer(auto_error=False, description="A personal API token (hbk_..
 _cookie = APIKeyCookie(
     name=SESSION_COOKIE, auto_error=False, description="Set by POST /auth/login."
 )
+
+
+async def refuse_unstorable_text(request: Request) -> None:
+    """Every route's first dependency: each path and query parameter and each string of a JSON
+    body (keys too) must be text the store can take (``hookbay_common.names.check_storable``:
+    no NUL, no unpaired surrogate), else 400 before anything reaches MongoDB, Redis or a
+    password hash. One check for every parameter, present and future, instead of one per field.
+    Runs after FastAPI parsed the body (a body that is not JSON is left to its 422)."""
+    for name, value in request.path_params.items():
+        check_storable(value, f"path parameter {name}")
+    for name, value in request.query_params.multi_items():
+        check_storable(name, "a query parameter name")
+        check_storable(value, f"query parameter {name}")
+    if await request.body():
+        try:
+            body = await request.json()  # parsed once: Starlette keeps FastAPI's result
+        except ValueError:
+            return
+        _check_json(body, "body")
+
+
+def _check_json(value: Any, where: str) -> None:
+    if isinstance(value, str):
+        check_storable(value, where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_storable(key, f"a key of {where}")
+            _check_json(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json(item, f"{where}[{index}]")
 
 
 def get_runtime(request: Request) -> Runtime:

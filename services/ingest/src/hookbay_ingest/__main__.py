@@ -3,6 +3,9 @@
 SIGTERM: uvicorn stops accepting, finishes in-flight requests, then the lifespan flushes the
 Kafka producer (logged as ``ingest_stopped``); nothing is answered 200 that Kafka did not
 acknowledge. uvicorn then re-raises the signal, so the exit status is that of SIGTERM.
+
+The HTTP protocol is ``hookbay_ingest.server``'s (uvicorn's httptools one answering in hookbay's
+JSON error shape, bounding request heads); no protocol upgrade is ever performed (``ws="none"``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from pydantic import ValidationError
 
 from hookbay_common.errors import HookbayError
 from hookbay_common.logs import configure_logging
-from hookbay_ingest.app import create_app
+from hookbay_ingest.app import Ingest, create_app
+from hookbay_ingest.server import protocol_for
 from hookbay_ingest.settings import IngestSettings
 
 
@@ -23,6 +27,7 @@ def main() -> None:
         settings = IngestSettings()  # type: ignore[call-arg]
         configure_logging(settings.log_level, service="ingest")
         app = create_app(settings)
+        ingest: Ingest = app.state.ingest
     except (ValidationError, HookbayError) as exc:
         print(f"hookbay-ingest: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
@@ -31,7 +36,8 @@ def main() -> None:
         host=settings.ingest_host,
         port=settings.ingest_port,
         loop="uvloop",
-        http="httptools",
+        http=protocol_for(settings, ingest.metrics),
+        ws="none",
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=30,

@@ -1,8 +1,9 @@
 """The ingest app: ``POST /w/{username}/{webhook-name}`` plus health, readiness and metrics.
 
 The receiving route is a plain Starlette route (no FastAPI parameter parsing on the hot path).
-Order of checks (DESIGN.md §3): method → names → user → webhook → active → rate limit → declared
-size → body (counted while streaming) → signature → capture → produce (acks=all) → 200.
+Order of checks (DESIGN.md §3): header size and count → method → names → user → webhook → active
+→ rate limit → declared size → protocol upgrade with a body → body (counted while streaming, as
+long as declared) → signature → capture → produce (acks=all) → 200.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from fastapi import FastAPI
 from redis.exceptions import RedisError
-from starlette.requests import Request
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -41,13 +44,17 @@ from hookbay_common.secrets_box import SecretBox
 from hookbay_common.wire import encode_event
 from hookbay_ingest.capture import SIGNATURE_HEADER, client_ip, signature_valid
 from hookbay_ingest.errors import (
+    BodyIncomplete,
+    HeadersTooLarge,
     InvalidPath,
     InvalidSignature,
     MethodNotAllowed,
+    NoSuchPath,
     PayloadTooLarge,
     QueueUnavailable,
     RateLimited,
     UnknownUser,
+    UpgradeRefused,
     WebhookInactive,
 )
 from hookbay_ingest.metrics import IngestMetrics
@@ -113,6 +120,12 @@ class Ingest:
         with bound_contextvars(request_id=request_id):
             try:
                 response = await self._receive(request, request_id)
+            except ClientDisconnect:
+                # the sender's doing (it hung up mid-body), not a crash: nothing was stored and
+                # nobody is left to answer
+                self.metrics.client_disconnects.inc()
+                log.info("client_disconnected", stage="body")
+                return Response(status_code=400)
             except HookbayError as exc:
                 response = _error_response(exc)
                 if exc.status_code >= 500:
@@ -127,6 +140,7 @@ class Ingest:
         return response
 
     async def _receive(self, request: Request, request_id: str) -> Response:
+        self._check_headers(request)
         if request.method != "POST":
             raise MethodNotAllowed(request.method)
         username = request.path_params["username"]
@@ -179,14 +193,34 @@ class Ingest:
             self.metrics.rate_limited.inc()
             raise RateLimited(plan.rate_label, plan.name, decision.retry_after)
 
+    def _check_headers(self, request: Request) -> None:
+        """``HeadersTooLarge`` past the header limits: what passes them fits one Kafka record
+        (``IngestSettings`` checks that at start-up)."""
+        raw = request.headers.raw
+        size = sum(len(name) + len(value) for name, value in raw)
+        settings = self.settings
+        if size > settings.max_header_bytes or len(raw) > settings.max_header_count:
+            raise HeadersTooLarge(
+                settings.max_header_bytes, settings.max_header_count, size, len(raw)
+            )
+
     async def _read_body(self, request: Request) -> bytes:
+        """The exact body; ``PayloadTooLarge`` past the limit (declared or counted),
+        ``UpgradeRefused`` for a body sent with a protocol upgrade (the HTTP parser gives such a
+        body to the new protocol, so the app would see none), ``BodyIncomplete`` when fewer
+        bytes came than declared. Never returns a body other than the one sent."""
         limit = self.settings.max_body_bytes
-        declared = request.headers.get("content-length")
+        headers = request.headers
+        declared = headers.get("content-length")
         if declared is not None:
             if not declared.isdigit():
                 raise InvalidRequest("Content-Length is not a number")
             if int(declared) > limit:
                 raise PayloadTooLarge(limit, int(declared))
+        upgrade = _requested_upgrade(headers.get("connection"), headers.get("upgrade"))
+        has_body = (declared is not None and int(declared) > 0) or "transfer-encoding" in headers
+        if upgrade is not None and has_body:
+            raise UpgradeRefused(upgrade)
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
@@ -194,6 +228,8 @@ class Ingest:
             if size > limit:
                 raise PayloadTooLarge(limit, None)
             chunks.append(chunk)
+        if declared is not None and size != int(declared):
+            raise BodyIncomplete(int(declared), size)
         return b"".join(chunks)
 
     def _capture(self, request: Request, request_id: str, webhook: Webhook, body: bytes) -> Event:
@@ -257,7 +293,7 @@ class _FastPath:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             parts = scope["path"].split("/")
-            if len(parts) == 4 and parts[1] == "w" and parts[2] and parts[3]:
+            if len(parts) == 4 and parts[1] == "w":  # empty names are the endpoint's 400
                 scope["path_params"] = {"username": parts[2], "webhook_name": parts[3]}
                 await self._endpoint(scope, receive, send)
                 return
@@ -266,6 +302,31 @@ class _FastPath:
 
 def _error_response(exc: HookbayError) -> Response:
     return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers)
+
+
+def _requested_upgrade(connection: str | None, upgrade: str | None) -> str | None:
+    """The protocol a request asks to switch to (``Connection: upgrade`` plus ``Upgrade``)."""
+    if connection is None or upgrade is None:
+        return None
+    tokens = {token.strip().lower() for token in connection.split(",")}
+    return upgrade if "upgrade" in tokens else None
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's own 404 and 405 (paths other than the receiving route) in the JSON shape of
+    every other error, instead of ``{"detail": ...}``."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 404:
+        return _error_response(NoSuchPath(request.url.path))
+    error = MethodNotAllowed.error if exc.status_code == 405 else HTTPStatus(exc.status_code).phrase
+    message = (
+        f"{request.method} is not allowed on {request.url.path}"
+        if exc.status_code == 405
+        else str(exc.detail)
+    )
+    return JSONResponse(
+        {"error": error, "message": message}, status_code=exc.status_code, headers=exc.headers
+    )
 
 
 def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastAPI:
@@ -283,6 +344,7 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
         title="hookbay ingest", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
     app.state.ingest = ingest
+    app.add_exception_handler(StarletteHTTPException, _http_error)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -6,6 +6,7 @@ from hookbay_common.errors import (
     Forbidden,
     HookbayError,
     InvalidRequest,
+    NotFound,
     ServiceUnavailable,
     Unauthorized,
 )
@@ -22,6 +23,66 @@ class MethodNotAllowed(HookbayError):
 
 class InvalidPath(InvalidRequest):
     """A path segment that breaks the name grammar (400)."""
+
+
+class NoSuchPath(NotFound):
+    """A path outside ``/w/{username}/{webhook-name}``, ``/healthz``, ``/readyz``, ``/metrics``."""
+
+    error = "Not found"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"nothing at {path!r}; webhooks are received at POST /w/{{username}}/{{webhook-name}}"
+        )
+
+
+class InvalidHttp(InvalidRequest):
+    """Bytes that are not an HTTP/1.1 request (answered by the server protocol, before the app):
+    a malformed or repeated Content-Length, a bad chunk size, a bad request line or header."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the request is not valid HTTP/1.1 ({reason})")
+        self.headers["Connection"] = "close"
+
+
+class UpgradeRefused(InvalidRequest):
+    """A request that carries a body and asks to switch protocols (``Connection: upgrade`` with
+    ``Upgrade: websocket`` or ``h2c``). The HTTP parser hands such a body to the new protocol,
+    not to the request, so accepting it would store an empty body behind a 200."""
+
+    def __init__(self, upgrade: str) -> None:
+        super().__init__(
+            f"a request with a body cannot ask for a protocol upgrade (Upgrade: {upgrade}); "
+            "send it without the Upgrade header",
+            upgrade=upgrade,
+        )
+        self.headers["Connection"] = "close"
+
+
+class BodyIncomplete(InvalidRequest):
+    """Fewer body bytes arrived than ``Content-Length`` declared (nothing is stored)."""
+
+    def __init__(self, declared: int, received: int) -> None:
+        super().__init__(
+            f"Content-Length declared {declared} bytes but the body had {received}; "
+            "nothing was stored"
+        )
+        self.headers["Connection"] = "close"
+
+
+class HeadersTooLarge(HookbayError):
+    """More header fields, or more header bytes (names plus values), than accepted (431)."""
+
+    status_code = 431
+    error = "Request header fields too large"
+
+    def __init__(self, max_bytes: int, max_count: int, received_bytes: int, count: int) -> None:
+        super().__init__(
+            f"the request carries {count} header fields of {received_bytes} bytes; at most "
+            f"{max_count} fields of {max_bytes} bytes in total (names and values) are accepted",
+            maxHeaderBytes=max_bytes,
+            maxHeaderCount=max_count,
+        )
 
 
 class UnknownUser(Forbidden):

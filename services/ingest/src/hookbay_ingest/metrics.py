@@ -29,6 +29,17 @@ class IngestMetrics:
             name("ingest_body_bytes"), "Size of accepted bodies.",
             buckets=SIZE_BUCKETS, registry=self.registry,
         )  # fmt: skip
+        self.client_disconnects = Counter(
+            name("ingest_client_disconnects_total"),
+            "Requests whose client hung up before its body was read (nothing stored, no answer).",
+            registry=self.registry,
+        )
+        self.invalid_http = Counter(
+            name("ingest_invalid_http_total"),
+            "Connections refused by the HTTP parser (malformed requests, oversized heads) "
+            "before reaching the app, by answer status.",
+            ["code"], registry=self.registry,
+        )  # fmt: skip
         self.view = ViewMetrics(self.registry)
 
 
