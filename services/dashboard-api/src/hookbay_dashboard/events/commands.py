@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 import click
-from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -27,8 +26,8 @@ from hookbay_common.db import (
     ReplayJobRepository,
     WebhookRepository,
 )
-from hookbay_common.kafka import create_producer
 from hookbay_common.models import EventHead
+from hookbay_common.producer import ResilientProducer
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.schemas import EventPage, StatusFilter
 from hookbay_dashboard.events.service import EventService, ExportStream
@@ -129,10 +128,10 @@ def events_replay(state: CliState, event_id: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _started_producer(rt: Runtime) -> AsyncIterator[AIOKafkaProducer]:
-    producer = create_producer(rt.settings.kafka_bootstrap, client_id="hookbay-cli")
+async def _started_producer(rt: Runtime) -> AsyncIterator[ResilientProducer]:
+    producer = ResilientProducer.from_settings(rt.settings, name="hookbay-cli")
     try:
-        await producer.start()
+        await producer.connect()  # the broker's own error when it does not answer
         yield producer
     finally:
         await producer.stop()
