@@ -209,7 +209,7 @@ class ResilientProducer:
             try:
                 await producer.start()
             except BaseException:
-                await self._close(producer, fail_queued=True)
+                await self._close(producer)
                 raise
             self._installed(producer)
         await self.start()
@@ -228,7 +228,7 @@ class ResilientProducer:
             self._supervisor = None
         producer, self._producer = self._producer, None
         if producer is not None:
-            await self._close(producer, fail_queued=False)
+            await self._close(producer)
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
         self._fail_pending("the producer stopped")
@@ -405,7 +405,7 @@ class ResilientProducer:
             self.metrics.resets.labels(self.name, reason).inc()
         self._fail_pending("the producer was replaced")
         if old is not None:
-            task = asyncio.create_task(self._close(old, fail_queued=True))
+            task = asyncio.create_task(self._close(old))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
         backoff = min(self.policy.backoff_max, self.policy.backoff_min * 2**self._resets_in_a_row)
@@ -425,7 +425,7 @@ class ResilientProducer:
                     "kafka_unreachable", producer=self.name, bootstrap=self.bootstrap,
                     error=type(exc).__name__,
                 )  # fmt: skip
-                await self._close(producer, fail_queued=True)
+                await self._close(producer)
                 await asyncio.sleep(self.policy.reconnect_interval)
                 continue
             self._installed(producer)
@@ -440,31 +440,38 @@ class ResilientProducer:
         self.started.set()
         log.info("kafka_connected", producer=self.name)
 
-    async def _close(self, producer: InnerProducer, *, fail_queued: bool) -> None:
-        """Close ``producer``, bounded by ``close_timeout``; ``fail_queued``: fail what it has
-        not sent yet first (a replaced producer would never deliver it)."""
-        if fail_queued:
-            _fail_queued(producer)
+    async def _close(self, producer: InnerProducer) -> None:
+        """Close ``producer``: flush what it holds, bounded by ``close_timeout``; past that, or
+        when aiokafka fails while closing a producer that met a fatal error, drop it (its
+        callers' futures are failed already, so nothing waits on it)."""
         try:
             async with asyncio.timeout(self.policy.close_timeout):
                 await producer.stop()
         except TimeoutError:
             log.warning("producer_close_timed_out", producer=self.name)
-        except (KafkaError, OSError) as exc:
+            await _abandon(producer)
+        except Exception as exc:  # aiokafka internals after a fatal error: nothing to save
             log.warning("producer_close_failed", producer=self.name, error=type(exc).__name__)
+            await _abandon(producer)
 
 
 def _sender_died(producer: InnerProducer) -> bool:
     """aiokafka's sender task ended (it raises out on ``OutOfOrderSequenceNumber`` and
     ``ProducerFenced``): the producer will not send again."""
-    sender = getattr(producer, "_sender", None)
-    task = getattr(sender, "sender_task", None)
-    return isinstance(task, asyncio.Task) and task.done()
+    task = _sender_task(producer)
+    return task is not None and task.done()
 
 
-def _fail_queued(producer: InnerProducer) -> None:
-    """Fail the batches aiokafka still holds, so that closing does not wait for a flush that
-    a wedged producer never completes."""
-    accumulator = getattr(producer, "_message_accumulator", None)
-    if accumulator is not None:
-        accumulator.fail_all(ProducerUnavailable("the producer was replaced"))
+def _sender_task(producer: InnerProducer) -> asyncio.Task[Any] | None:
+    task = getattr(getattr(producer, "_sender", None), "sender_task", None)
+    return task if isinstance(task, asyncio.Task) else None
+
+
+async def _abandon(producer: InnerProducer) -> None:
+    """Stop a producer's background sending and close its connections, whatever it holds."""
+    task = _sender_task(producer)
+    if task is not None and not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=1.0)  # its outcome is aiokafka's own business
+    with contextlib.suppress(Exception):
+        await producer.client.close()
