@@ -8,7 +8,8 @@ every request answered 200 is stored and delivered byte-exact, ingest answers 20
 ``RECOVERY_LIMIT`` seconds of the broker's return, readiness fails while the broker is away and
 comes back, no hookbay process is restarted (or restarts itself), the forwarder and the recorder
 catch up on their own, and no answer other than 200 or the documented 503 (with Retry-After) is
-given. The measured times are printed (``-s``) as ``recovery:`` lines (docs/reliability.md).
+given. The measured times are printed (``-s``) as ``recovery:`` lines and kept in the test's
+``tmp_path`` as ``figures.json`` (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -232,7 +233,9 @@ async def finish(it: Intake, last_back: float) -> None:
         assert "consumer_failed" not in events, process.tail()
         assert "Traceback" not in process.log(), process.tail()
     it.figures["answers"] = dict(statuses)
-    print(f"recovery: {json.dumps(it.figures)}")  # noqa: T201 - the measured figures (-s)
+    figures = json.dumps(it.figures)
+    (it.answers_path.parent / "figures.json").write_text(figures)
+    print(f"recovery: {figures}")  # noqa: T201 - the measured figures (-s)
 
 
 async def _recorded(it: Intake, accepted: list[dict[str, Any]]) -> None:

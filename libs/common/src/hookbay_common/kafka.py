@@ -8,6 +8,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from hookbay_common.settings import Settings
@@ -47,15 +48,28 @@ def create_consumer(
     )
 
 
-async def broker_answers(consumer: AIOKafkaConsumer, *, within: float = 5.0) -> bool:
-    """Whether the broker answers a metadata request on ``consumer``'s connections now (the
-    consumer itself keeps quiet while the broker is away: this is how readiness notices)."""
-    try:
-        async with asyncio.timeout(within):
-            await consumer._client.fetch_all_metadata()
-    except (KafkaError, OSError, TimeoutError):
-        return False
-    return True
+class BrokerProbe:
+    """Whether the broker answers a metadata request now, over connections of the probe's own:
+    a probe cut short by its deadline never disturbs a consumer's or producer's client (a
+    consumer keeps quiet while the broker is away: this is how readiness notices)."""
+
+    def __init__(self, bootstrap: str, *, client_id: str = "hookbay-probe") -> None:
+        self._client = AIOKafkaClient(bootstrap_servers=bootstrap, client_id=client_id)
+        self._bootstrapped = False
+
+    async def answers(self, *, within: float = 5.0) -> bool:
+        try:
+            async with asyncio.timeout(within):
+                if not self._bootstrapped:
+                    await self._client.bootstrap()
+                    self._bootstrapped = True
+                await self._client.fetch_all_metadata()
+        except (KafkaError, OSError, TimeoutError):
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self._client.close()
 
 
 async def ensure_topics(

@@ -249,6 +249,9 @@ class ResilientProducer:
         except KafkaError as exc:
             self._failed(producer, exc)
             raise
+        if producer is not self._producer:  # replaced while queueing: it may never deliver
+            self._count_failure("replaced")
+            raise ProducerUnavailable("the producer was replaced")
         outer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[outer] = time.monotonic()
         inner.add_done_callback(lambda done: self._settled(producer, done, outer))

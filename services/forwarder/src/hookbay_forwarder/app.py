@@ -26,7 +26,7 @@ from aiokafka.errors import KafkaError
 
 from hookbay_common.db import AttemptRepository, EventRepository
 from hookbay_common.db import client as db_client
-from hookbay_common.kafka import broker_answers, create_consumer, ensure_configured_topics
+from hookbay_common.kafka import BrokerProbe, create_consumer, ensure_configured_topics
 from hookbay_common.logs import get_logger
 from hookbay_common.producer import ResilientProducer
 from hookbay_forwarder.consumer import HandlerCrashed, OrderedConsumer
@@ -208,6 +208,7 @@ class Recorder:
             session_timeout_ms=settings.kafka_session_timeout_ms,
         )  # fmt: skip
         self.loop = RecorderLoop(self.consumer, self.handlers)
+        self.probe = BrokerProbe(settings.kafka_bootstrap, client_id="hookbay-recorder-probe")
 
     def checks(self) -> dict[str, bool]:
         return {
@@ -246,25 +247,15 @@ class Recorder:
 
     async def stop(self) -> None:
         await _closed(self.consumer.stop(), "consumer")
+        await _closed(self.probe.close(), "probe")
         await self.mongo.close()
         log.info("recorder_stopped")
 
     async def _observe(self) -> None:
         while True:
-            self._broker_answers = await broker_answers(self.consumer)
-            with contextlib.suppress(KafkaError, TimeoutError):  # the broker away: next round
-                async with asyncio.timeout(OBSERVE_INTERVAL):
-                    await self._report_lag()
+            self._broker_answers = await self.probe.answers()
+            _report_lag(self.metrics, "recorder", self.consumer, self.loop.lag())
             await asyncio.sleep(OBSERVE_INTERVAL)
-
-    async def _report_lag(self) -> None:
-        lags = {}
-        for tp in self.consumer.assignment():
-            highwater = self.consumer.highwater(tp)
-            committed = await self.consumer.committed(tp)
-            if highwater is not None and committed is not None:
-                lags[tp] = max(0, highwater - committed)
-        _report_lag(self.metrics, "recorder", self.consumer, lags)
 
 
 CLOSE_TIMEOUT = 10.0

@@ -80,6 +80,8 @@ class RecorderLoop:
         """Set once ``run`` returned (stopped or crashed)."""
         self.last_commit = time.monotonic()
         """When offsets were last committed, or the loop last read an empty batch (owed none)."""
+        self.committed: dict[Any, int] = {}
+        """The offset this loop last committed per partition (lag without asking the broker)."""
         handlers.metrics.since_commit.labels(CONSUMER).set_function(
             lambda: time.monotonic() - self.last_commit
         )
@@ -115,6 +117,17 @@ class RecorderLoop:
                 await self._blip("commit", exc)
             else:
                 self.last_commit = time.monotonic()
+                self.committed.update({tp: meta.offset for tp, meta in offsets.items()})
+
+    def lag(self) -> dict[Any, int]:
+        """Records of each assigned partition past this loop's last commit."""
+        lags = {}
+        for tp in self.consumer.assignment():
+            highwater = self.consumer.highwater(tp)
+            committed = self.committed.get(tp)
+            if highwater is not None and committed is not None:
+                lags[tp] = max(0, highwater - committed)
+        return lags
 
     async def _blip(self, what: str, error: KafkaError) -> None:
         if not is_retriable(error):
