@@ -33,6 +33,8 @@ from hookbay_forwarder.metrics import RecorderMetrics
 
 log = get_logger("hookbay.recorder")
 CONSUMER = "recorder"
+WRITE_TIMEOUT = 30.0
+"""Longest wait for one batch's writes before they are tried again (idempotent upserts)."""
 
 
 @dataclass
@@ -140,10 +142,14 @@ class RecorderLoop:
             return
 
     async def _write(self, records: list[Any]) -> bool:
+        """Write the batch, retrying every ``retry_delay`` while MongoDB refuses or does not
+        answer within ``WRITE_TIMEOUT`` (a restarted server may leave a request unanswered:
+        the driver has no socket timeout); False when a stop came first."""
         while True:
             try:
-                await self._handlers.record(records)
-            except PyMongoError as exc:
+                async with asyncio.timeout(WRITE_TIMEOUT):
+                    await self._handlers.record(records)
+            except (PyMongoError, TimeoutError) as exc:
                 self.healthy = False
                 log.warning("write_failed", error=type(exc).__name__, records=len(records))
                 try:
