@@ -241,7 +241,10 @@ async def finish(it: Intake, last_back: float) -> None:
     for process in it.processes:
         assert not process.exited, f"{process.role} exited:\n{process.tail()}"
         assert await process.answers("/healthz", 200), process.role
-        await process.wait_until_answering("/readyz", 200, timeout=30)
+        try:
+            await process.wait_until_answering("/readyz", 200, timeout=30)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; {await _state(process)}") from None
         events = process.log_events()
         assert "handler_crashed" not in events, process.tail()
         assert "consumer_failed" not in events, process.tail()

@@ -58,9 +58,9 @@ async def run(base: str, targets: list[dict[str, str]], out_path: Path, rate: fl
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stopping.set)
-    limits = httpx.Limits(  # idle connections dropped before the server's 5 s keep-alive ends
-        max_connections=in_flight, max_keepalive_connections=in_flight, keepalive_expiry=2.0
-    )
+    # a connection per request: a busy server may end an idle keep-alive connection just as a
+    # request is written on it (the client then sees no answer at all, through no fault of ours)
+    limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=0)
     slots = asyncio.Semaphore(in_flight)
     tasks: set[asyncio.Task[None]] = set()
     with out_path.open("a") as out:

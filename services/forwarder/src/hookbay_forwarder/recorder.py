@@ -33,8 +33,10 @@ from hookbay_forwarder.metrics import RecorderMetrics
 
 log = get_logger("hookbay.recorder")
 CONSUMER = "recorder"
-WRITE_TIMEOUT = 30.0
-"""Longest wait for one batch's writes before they are tried again (idempotent upserts)."""
+WRITE_TIMEOUT = 300.0
+"""Longest wait for one batch's writes before they are tried again (idempotent upserts). Long:
+a batch rewritten after a partial write meets duplicates and is upserted document by document,
+which FerretDB does slowly; cutting that short would only start it again."""
 
 
 @dataclass
