@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -44,6 +45,8 @@ EXIT_OK = 0
 EXIT_CRASHED = 1
 EXIT_DEAD_LETTER_LIMIT = 3
 OBSERVE_INTERVAL = 2.0
+STALL_WARNING = 30.0
+"""Seconds without a commit, with records waiting, after which the recorder says where it is."""
 FALLBACK_POOLS = 4
 """httpx pools for the rare request whose header bytes are not UTF-8 (see ``Deliverer``)."""
 
@@ -254,7 +257,11 @@ class Recorder:
     async def _observe(self) -> None:
         while True:
             self._broker_answers = await self.probe.answers()
-            _report_lag(self.metrics, "recorder", self.consumer, self.loop.lag())
+            lags = self.loop.lag()
+            _report_lag(self.metrics, "recorder", self.consumer, lags)
+            stalled = time.monotonic() - self.loop.last_commit
+            if stalled > STALL_WARNING and any(lags.values()):
+                log.warning("recorder_stalled", stage=self.loop.stage, seconds=round(stalled))
             await asyncio.sleep(OBSERVE_INTERVAL)
 
 

@@ -33,6 +33,8 @@ from hookbay_forwarder.metrics import RecorderMetrics
 
 log = get_logger("hookbay.recorder")
 CONSUMER = "recorder"
+COMMIT_TIMEOUT = 15.0
+"""aiokafka retries a commit until the group coordinator answers; past this, read on."""
 WRITE_TIMEOUT = 300.0
 """Longest wait for one batch's writes before they are tried again (idempotent upserts). Long:
 a batch rewritten after a partial write meets duplicates and is upserted document by document,
@@ -84,6 +86,8 @@ class RecorderLoop:
         """Set once ``run`` returned (stopped or crashed)."""
         self.last_commit = time.monotonic()
         """When offsets were last committed, or the loop last read an empty batch (owed none)."""
+        self.stage = "start"
+        """What the loop is doing: fetch, write or commit (logged when it stalls)."""
         self.committed: dict[Any, int] = {}
         """The offset this loop last committed per partition (lag without asking the broker)."""
         handlers.metrics.since_commit.labels(CONSUMER).set_function(
@@ -101,6 +105,7 @@ class RecorderLoop:
 
     async def _run(self) -> None:
         while not self._stopping.is_set():
+            self.stage = "fetch"
             try:
                 batch = await self.consumer.getmany(timeout_ms=200, max_records=1000)
             except KafkaError as exc:
@@ -110,13 +115,18 @@ class RecorderLoop:
                 self.last_commit = time.monotonic()
                 continue
             records = [record for part in batch.values() for record in part]
+            self.stage = "write"
             if not await self._write(records):
                 return  # stopping before the batch could be written: it is not committed
             offsets = {tp: OffsetAndMetadata(part[-1].offset + 1, "") for tp, part in batch.items()}
+            self.stage = "commit"
             try:
-                await self.consumer.commit(offsets)
+                async with asyncio.timeout(COMMIT_TIMEOUT):
+                    await self.consumer.commit(offsets)
             except CommitFailedError:  # partitions moved meanwhile: the new owner rewrites them
                 log.warning("commit_failed_after_rebalance")
+            except TimeoutError:  # the next commit covers these offsets
+                log.warning("kafka_blip", consumer=CONSUMER, operation="commit", error="timeout")
             except KafkaError as exc:  # not committed: read and written again, which is harmless
                 await self._blip("commit", exc)
             else:
