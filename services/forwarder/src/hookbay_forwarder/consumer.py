@@ -11,8 +11,8 @@ holding records in memory.
 
 Broker blips are ridden out, never fatal: a handler that raises a retriable Kafka error
 (``hookbay_common.producer.is_retriable``) is called again for the same record after a back-off
-(0.2 s doubling to 5 s), and a commit or fetch that fails that way is tried again at the next
-round. Any other exception from a handler is a bug: the loop stops (``HandlerCrashed``).
+(0.2 s doubling to 5 s), and a commit or fetch that fails that way, or a commit unanswered for
+``COMMIT_TIMEOUT``, is tried again at the next round. Any other exception from a handler is a bug: the loop stops (``HandlerCrashed``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ Handler = Callable[[Any], Awaitable[None]]
 NOT_BEFORE_HEADER = "not-before"
 RETRY_BACKOFF_MIN = 0.2
 RETRY_BACKOFF_MAX = 5.0
+COMMIT_TIMEOUT = 15.0
+"""aiokafka retries a commit until the group coordinator answers; past this, read on."""
 
 
 def not_before_ms(record: Any) -> int | None:
@@ -172,7 +174,12 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
                     raise HandlerCrashed(self.name) from self._crash
                 if time.monotonic() - last_commit >= self._commit_interval:
                     try:
-                        await self._commit()
+                        async with asyncio.timeout(COMMIT_TIMEOUT):
+                            await self._commit()
+                    except TimeoutError:  # the next round commits these offsets (or later ones)
+                        self._count_retry(TimeoutError())
+                        log.warning("kafka_blip", consumer=self.name, operation="commit",
+                                    error="timeout")  # fmt: skip
                     except KafkaError as exc:
                         await self._blip("commit", exc)
                     last_commit = time.monotonic()
