@@ -268,7 +268,8 @@ class TestOpsEndpoints:
     ) -> None:  # fmt: skip
         async with service_process("forwarder", penv, tmp_path / "forwarder.log") as forwarder:
             await expect_alive_and_ready(
-                forwarder, {"kafka": True, "events_consumer": True, "tasks_consumer": True}
+                forwarder,
+                {"kafka": True, "producer": True, "events_consumer": True, "tasks_consumer": True},
             )
             url = receiver.url()
             await produce_events(producer, fs, [create_event(username=unique_name("u"), forward_url=url)])  # fmt: skip
@@ -278,6 +279,10 @@ class TestOpsEndpoints:
                 ("hookbay_forwarder_attempts_total", 1.0, {"outcome": "success"}),
                 ("hookbay_consumer_lag", None,
                  {"consumer": f"{fs.topics.namespace}.forwarder", "topic": fs.topics.events}),
+                ("hookbay_producer_ready", 1.0, {"producer": "hookbay-forwarder"}),
+                ("hookbay_producer_seconds_since_success", None, {"producer": "hookbay-forwarder"}),
+                ("hookbay_consumer_seconds_since_commit", None,
+                 {"consumer": f"{fs.topics.namespace}.forwarder"}),
             )  # fmt: skip
 
     async def test_recorder(
@@ -291,6 +296,7 @@ class TestOpsEndpoints:
                 recorder,
                 ("hookbay_recorder_records_total", 1.0, {"kind": "event"}),
                 ("hookbay_consumer_lag", None, {"consumer": "recorder", "topic": fs.topics.events}),
+                ("hookbay_consumer_seconds_since_commit", None, {"consumer": "recorder"}),
             )
 
 

@@ -4,10 +4,9 @@ SIGTERM with requests in flight (they finish with 200 and are in Kafka)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -21,45 +20,18 @@ from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_event
 from hookbay_ingest.app import Ingest, create_app
+from tests.support.broker import PrivateBroker
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
 from tests.support.ingest import Probe, ingest_process, ingest_settings
-from tests.support.net import accepts_connections, free_port, free_port_pair
-
-ROOT = Path(__file__).resolve().parent.parent
-INFRA = ROOT / "deploy" / "local" / "infra.sh"
-
-
-class PrivateBroker:
-    def __init__(self, run_dir: Path) -> None:
-        self.port = free_port_pair()
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        self._env = {
-            **os.environ,
-            "HOOKBAY_INFRA_RUN": str(run_dir),
-            "HOOKBAY_INFRA_KAFKA_PORT": str(self.port),
-        }
-
-    def up(self) -> None:
-        subprocess.run(
-            [str(INFRA), "up", "kafka"], env=self._env, check=True, capture_output=True, timeout=120
-        )
-
-    def down(self) -> None:
-        subprocess.run(
-            [str(INFRA), "down", "kafka"],
-            env=self._env,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+from tests.support.net import accepts_connections, free_port
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[PrivateBroker]:
+async def broker(tmp_path: Path) -> AsyncIterator[PrivateBroker]:
     broker = PrivateBroker(tmp_path)
-    broker.up()
+    await broker.up()
     yield broker
-    broker.down()
+    await broker.down()
 
 
 async def read_topic(
@@ -116,7 +88,7 @@ class TestKafkaOutage:
                     assert response.status_code == 200
                     accepted[response.json()["requestId"]] = f"before-{i}".encode()
 
-                broker.down()
+                await broker.down()
                 refused = await client.post(url, content=b"during")
                 assert refused.status_code == 503
                 body = refused.json()
@@ -124,7 +96,7 @@ class TestKafkaOutage:
                 assert isinstance(body["retryAfter"], int)
                 assert refused.headers["retry-after"] == str(body["retryAfter"])
 
-                broker.up()
+                await broker.up()
                 async with asyncio.timeout(60):  # the producer reconnects by itself
                     while True:
                         response = await client.post(url, content=b"after")

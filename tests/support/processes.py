@@ -23,11 +23,13 @@ COMMANDS = {
     "forwarder": [sys.executable, "-m", "hookbay_forwarder", "forwarder"],
     "recorder": [sys.executable, "-m", "hookbay_forwarder", "recorder"],
     "dashboard": [sys.executable, "-m", "hookbay_dashboard"],
+    "ingest": [sys.executable, "-m", "hookbay_ingest"],
 }
 LISTEN_VARIABLES = {  # (port, host) of what answers /healthz, /readyz and /metrics
     "forwarder": ("HOOKBAY_FORWARDER_METRICS_PORT", "HOOKBAY_OPS_HOST"),
     "recorder": ("HOOKBAY_RECORDER_METRICS_PORT", "HOOKBAY_OPS_HOST"),
     "dashboard": ("HOOKBAY_DASHBOARD_PORT", "HOOKBAY_DASHBOARD_HOST"),
+    "ingest": ("HOOKBAY_INGEST_PORT", "HOOKBAY_INGEST_HOST"),
 }
 
 

@@ -8,36 +8,16 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from hookbay_common.logs import get_logger
 from hookbay_common.settings import Settings
 from hookbay_common.topics import MAX_MESSAGE_BYTES, TopicSpec
 
-log = get_logger("hookbay.kafka")
-RECONNECT_INTERVAL = 2.0
-
-
-async def start_when_reachable(
-    producer: AIOKafkaProducer, connected: asyncio.Event, *, bootstrap: str
-) -> None:
-    """Start ``producer``, trying again every ``RECONNECT_INTERVAL`` s until the broker answers,
-    then set ``connected``. Run it as a task, so a service can start (and answer 503 for what
-    needs Kafka) while the broker is away; cancel the task to give up."""
-    while True:
-        try:
-            await producer.start()
-        except KafkaError:
-            log.warning("kafka_unreachable", bootstrap=bootstrap)
-            await asyncio.sleep(RECONNECT_INTERVAL)
-        else:
-            connected.set()
-            log.info("kafka_connected")
-            return
-
 
 def create_producer(bootstrap: str, *, client_id: str = "hookbay") -> AIOKafkaProducer:
-    """An idempotent producer that waits for every in-sync replica (acks=all)."""
+    """An idempotent producer that waits for every in-sync replica (acks=all). Services use
+    ``hookbay_common.producer.ResilientProducer``, which makes these and replaces them."""
     return AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         client_id=client_id,
@@ -66,6 +46,30 @@ def create_consumer(
         isolation_level="read_committed",
         **options,
     )
+
+
+class BrokerProbe:
+    """Whether the broker answers a metadata request now, over connections of the probe's own:
+    a probe cut short by its deadline never disturbs a consumer's or producer's client (a
+    consumer keeps quiet while the broker is away: this is how readiness notices)."""
+
+    def __init__(self, bootstrap: str, *, client_id: str = "hookbay-probe") -> None:
+        self._client = AIOKafkaClient(bootstrap_servers=bootstrap, client_id=client_id)
+        self._bootstrapped = False
+
+    async def answers(self, *, within: float = 5.0) -> bool:
+        try:
+            async with asyncio.timeout(within):
+                if not self._bootstrapped:
+                    await self._client.bootstrap()
+                    self._bootstrapped = True
+                await self._client.fetch_all_metadata()
+        except (KafkaError, OSError, TimeoutError):
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self._client.close()
 
 
 async def ensure_topics(

@@ -54,6 +54,12 @@ class Settings(BaseSettings):
     secret_key: SecretStr
     public_url: str = "http://127.0.0.1:8080"
     log_level: str = "INFO"
+    producer_reset_after: float = Field(default=10.0, gt=0, le=600)
+    """A producer that had no send acknowledged for this long, while sends failed or waited
+    and the broker answered, is replaced by a fresh one (``hookbay_common.producer``)."""
+    producer_wedged_after: float = Field(default=120.0, gt=0, le=3600)
+    """Sends failing for this long, replacements included, while the broker answers: the
+    process reports itself unhealthy (``/healthz`` 503) so that it is restarted."""
 
     @property
     def topics(self) -> Topics:

@@ -178,8 +178,10 @@ def api_router() -> APIRouter:
 
 
 def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> FastAPI:
-    runtime = Runtime(settings, plans or load_plans(settings.plans_file))
     app_metrics = DashboardMetrics()
+    runtime = Runtime(
+        settings, plans or load_plans(settings.plans_file), registry=app_metrics.registry
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -203,8 +205,10 @@ def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> Fa
     app.include_router(api_router())
 
     @app.get("/healthz", include_in_schema=False)
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    async def healthz() -> Response:
+        if runtime.healthy():
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "wedged"}, status_code=503)
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> Response:

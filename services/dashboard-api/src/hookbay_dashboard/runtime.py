@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from prometheus_client import CollectorRegistry
 from pymongo import AsyncMongoClient
 from pymongo.errors import PyMongoError
 
@@ -22,9 +21,9 @@ from hookbay_common.db import (
 )
 from hookbay_common.db import client as db_client
 from hookbay_common.errors import ServiceUnavailable
-from hookbay_common.kafka import create_producer, start_when_reachable
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook
+from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
@@ -36,13 +35,25 @@ log = get_logger("hookbay.dashboard")
 class Runtime:
     """Clients and repositories shared by all requests of one app instance."""
 
-    def __init__(self, settings: DashboardSettings, plans: PlanBook) -> None:
+    def __init__(
+        self,
+        settings: DashboardSettings,
+        plans: PlanBook,
+        *,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
         self.settings = settings
         self.plans = plans
         self.box = SecretBox(settings.secret_key.get_secret_value())
-        self.kafka_connected = asyncio.Event()
-        """Set once the producer reached the broker; replays answer 503 until then."""
-        self._connect_task: asyncio.Task[None] | None = None
+        self.producer = ResilientProducer.from_settings(
+            settings, name="hookbay-dashboard", registry=registry
+        )
+        """The dashboard's one producer (replays); ``require_kafka`` hands it out."""
+
+    @property
+    def kafka_connected(self) -> asyncio.Event:
+        """Set once the producer first reached the broker; replays answer 503 until then."""
+        return self.producer.started
 
     async def start(self) -> None:
         """Open the clients inside the server's event loop and migrate the database."""
@@ -59,15 +70,7 @@ class Runtime:
         self.limiter: RateLimiter = create_rate_limiter(
             settings.redis_url, key_prefix=settings.redis_key_prefix
         )
-        self.producer: AIOKafkaProducer = create_producer(
-            settings.kafka_bootstrap, client_id="hookbay-dashboard"
-        )
-        self._connect_task = asyncio.create_task(
-            start_when_reachable(
-                self.producer, self.kafka_connected, bootstrap=settings.kafka_bootstrap
-            ),
-            name="kafka-connect",
-        )
+        await self.producer.start()  # connects in the background, replaces itself if wedged
         self.config = ConfigPublisher(self._send, settings.topics.config, self.box)
         self.replay_jobs = ReplayJobRepository(self.db)
         self.replay_runner = ReplayJobRunner(
@@ -80,9 +83,10 @@ class Runtime:
     async def _send(self, topic: str, key: bytes, value: bytes) -> None:
         await self.require_kafka().send_and_wait(topic, value, key=key)
 
-    def require_kafka(self) -> AIOKafkaProducer:
-        """The producer, or ``ServiceUnavailable`` while the broker is unreachable."""
-        if not self.kafka_connected.is_set():
+    def require_kafka(self) -> ResilientProducer:
+        """The producer, or ``ServiceUnavailable`` (503, Retry-After) while it cannot send: the
+        broker unreachable, or the producer being replaced."""
+        if not self.producer.ready:
             unavailable = ServiceUnavailable(
                 "Kafka is unreachable; try again shortly", retryAfter=5
             )
@@ -92,10 +96,14 @@ class Runtime:
 
     async def checks(self) -> dict[str, bool]:
         """Readiness of each dependency (for /readyz)."""
-        results = {"kafka": self.kafka_connected.is_set(), "mongo": await self._mongo_ok()}
+        results = {"kafka": self.producer.ready, "mongo": await self._mongo_ok()}
         if isinstance(self.limiter, RedisRateLimiter):
             results["redis"] = await self.limiter.ping()
         return results
+
+    def healthy(self) -> bool:
+        """Liveness (for /healthz): False only when the producer is wedged beyond replacement."""
+        return self.producer.healthy
 
     async def _mongo_ok(self) -> bool:
         try:
@@ -107,10 +115,6 @@ class Runtime:
 
     async def stop(self) -> None:
         await self.replay_runner.stop()  # first: its jobs' leases are released through Mongo
-        if self._connect_task is not None:
-            self._connect_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._connect_task
         await self.producer.stop()
         await self.limiter.close()
         await self.mongo.close()

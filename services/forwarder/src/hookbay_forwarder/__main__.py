@@ -32,7 +32,8 @@ async def serve(make: Callable[[], Process], host: str, port: int) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, process.request_stop)
-    ops = create_ops_server(create_ops_app(process.checks, process.metrics.registry), host, port)
+    ops_app = create_ops_app(process.checks, process.metrics.registry, process.healthy)
+    ops = create_ops_server(ops_app, host, port)
     ops_task = asyncio.create_task(ops.serve())
     try:
         await process.start()

@@ -6,12 +6,19 @@ ordered per owner) and ``<namespace>.forwarder-tasks`` on the retry tiers and re
 
 Both: ``start()`` (waits for Kafka, never gives up until stopped), ``run()`` (returns an exit
 status), ``stop()`` (graceful: hand back or finish in-flight work, commit, flush).
+
+``checks()`` is readiness (``/readyz``): started, every consume loop running, the broker answering
+(and, for the forwarder, its producer able to send; for the recorder, MongoDB taking writes).
+``healthy()`` is liveness (``/healthz``): False only when restarting the process is the cure —
+a consume loop ended on its own, or the producer is wedged beyond replacement (see
+``hookbay_common.producer``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -20,8 +27,9 @@ from aiokafka.errors import KafkaError
 
 from hookbay_common.db import AttemptRepository, EventRepository
 from hookbay_common.db import client as db_client
-from hookbay_common.kafka import create_consumer, create_producer, ensure_configured_topics
+from hookbay_common.kafka import BrokerProbe, create_consumer, ensure_configured_topics
 from hookbay_common.logs import get_logger
+from hookbay_common.producer import ResilientProducer
 from hookbay_forwarder.consumer import HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
 from hookbay_forwarder.delivery import Deliverer, create_clients, create_session
@@ -37,6 +45,8 @@ EXIT_OK = 0
 EXIT_CRASHED = 1
 EXIT_DEAD_LETTER_LIMIT = 3
 OBSERVE_INTERVAL = 2.0
+STALL_WARNING = 30.0
+"""Seconds without a commit, with records waiting, after which the recorder says where it is."""
 FALLBACK_POOLS = 4
 """httpx pools for the rare request whose header bytes are not UTF-8 (see ``Deliverer``)."""
 
@@ -46,6 +56,7 @@ class Process(Protocol):
     def metrics(self) -> ConsumerMetrics: ...
 
     def checks(self) -> dict[str, bool]: ...
+    def healthy(self) -> bool: ...
     async def start(self) -> None: ...
     async def run(self) -> int: ...
     async def stop(self) -> None: ...
@@ -57,7 +68,7 @@ async def _until_connected(attempt: Callable[[], Awaitable[Any]], stopping: asyn
     while not stopping.is_set():
         try:
             await attempt()
-        except (KafkaError, OSError) as exc:
+        except (KafkaError, OSError, TimeoutError) as exc:
             log.warning("kafka_unreachable", error=type(exc).__name__)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), 2.0)
@@ -73,7 +84,9 @@ class Forwarder:
         self.topics = settings.topics
         self._stopping = asyncio.Event()
         self._started = False
-        self.producer = create_producer(settings.kafka_bootstrap, client_id="hookbay-forwarder")
+        self.producer = ResilientProducer.from_settings(
+            settings, name="hookbay-forwarder", registry=self.metrics.registry
+        )
         allow_private = settings.allow_private_destinations
         self.deliverer = Deliverer(
             create_session(allow_private=allow_private, max_connections=settings.max_connections),
@@ -109,14 +122,20 @@ class Forwarder:
         return OrderedConsumer(
             consumer, handler, name=group, max_buffered=s.max_buffered_events,
             max_buffered_bytes=s.max_buffered_bytes, revoke_grace=s.shutdown_grace,
+            metrics=self.metrics,
         )  # fmt: skip
 
     def checks(self) -> dict[str, bool]:
         return {
-            "kafka": self._started,
+            "kafka": self._started and self.producer.answering,
+            "producer": self.producer.ready,
             "events_consumer": self.events.running,
             "tasks_consumer": self.tasks.running,
         }
+
+    def healthy(self) -> bool:
+        loops_alive = not (self.events.ended or self.tasks.ended) or self._stopping.is_set()
+        return loops_alive and self.producer.healthy
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -126,7 +145,8 @@ class Forwarder:
     async def start(self) -> None:
         async def connect() -> None:
             await ensure_configured_topics(self.settings)
-            await self.producer.start()
+            await self.producer.start()  # connects in the background, replaces itself if wedged
+            await self.producer.wait_ready(within=5.0)
             self.events.consumer.subscribe([self.topics.events], listener=self.events)
             self.tasks.consumer.subscribe(pattern=self.topics.task_pattern, listener=self.tasks)
             await self.events.consumer.start()
@@ -155,7 +175,7 @@ class Forwarder:
             await asyncio.gather(self.events.drain(grace), self.tasks.drain(grace))
         for consumer in (self.events.consumer, self.tasks.consumer):
             await _closed(consumer.stop(), "consumer")
-        await _closed(self.producer.stop(), "producer")  # flushes what is still queued
+        await self.producer.stop()  # flushes what is still queued (bounded)
         await self.deliverer.aclose()
         log.info("forwarder_stopped")
 
@@ -179,6 +199,7 @@ class Recorder:
         self.topics = settings.topics
         self._stopping = asyncio.Event()
         self._started = False
+        self._broker_answers = False
         self.mongo = db_client.connect(settings.mongo_url)
         db = db_client.database(self.mongo)
         self.handlers = RecorderHandlers(
@@ -190,9 +211,17 @@ class Recorder:
             session_timeout_ms=settings.kafka_session_timeout_ms,
         )  # fmt: skip
         self.loop = RecorderLoop(self.consumer, self.handlers)
+        self.probe = BrokerProbe(settings.kafka_bootstrap, client_id="hookbay-recorder-probe")
 
     def checks(self) -> dict[str, bool]:
-        return {"kafka": self._started, "consumer": self._started, "mongo": self.loop.healthy}
+        return {
+            "kafka": self._started and self._broker_answers,
+            "consumer": self._started and not self.loop.ended,
+            "mongo": self.loop.healthy,
+        }
+
+    def healthy(self) -> bool:
+        return not self.loop.ended or self._stopping.is_set()
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -205,6 +234,7 @@ class Recorder:
 
         await db_client.migrate(db_client.database(self.mongo))
         self._started = await _until_connected(connect, self._stopping)
+        self._broker_answers = self._started
         if self._started:
             log.info("recorder_started", namespace=self.topics.namespace)
 
@@ -220,18 +250,18 @@ class Recorder:
 
     async def stop(self) -> None:
         await _closed(self.consumer.stop(), "consumer")
+        await _closed(self.probe.close(), "probe")
         await self.mongo.close()
         log.info("recorder_stopped")
 
     async def _observe(self) -> None:
         while True:
-            lags = {}
-            for tp in self.consumer.assignment():
-                highwater = self.consumer.highwater(tp)
-                committed = await self.consumer.committed(tp)
-                if highwater is not None and committed is not None:
-                    lags[tp] = max(0, highwater - committed)
+            self._broker_answers = await self.probe.answers()
+            lags = self.loop.lag()
             _report_lag(self.metrics, "recorder", self.consumer, lags)
+            stalled = time.monotonic() - self.loop.last_commit
+            if stalled > STALL_WARNING and any(lags.values()):
+                log.warning("recorder_stalled", stage=self.loop.stage, seconds=round(stalled))
             await asyncio.sleep(OBSERVE_INTERVAL)
 
 

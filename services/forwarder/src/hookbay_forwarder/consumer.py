@@ -8,6 +8,11 @@ crash at any point re-delivers work (at-least-once) and never skips it.
 A record may carry a ``not-before`` header (milliseconds since the epoch): its partition is
 paused until then and read again from that record, which is how retry tiers wait without
 holding records in memory.
+
+Broker blips are ridden out, never fatal: a handler that raises a retriable Kafka error
+(``hookbay_common.producer.is_retriable``) is called again for the same record after a back-off
+(0.2 s doubling to 5 s), and a commit or fetch that fails that way, or a commit unanswered for
+``COMMIT_TIMEOUT``, is tried again at the next round. Any other exception from a handler is a bug: the loop stops (``HandlerCrashed``).
 """
 
 from __future__ import annotations
@@ -21,16 +26,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import CommitFailedError, KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from hookbay_common.logs import get_logger
+from hookbay_common.producer import is_retriable
+from hookbay_forwarder.metrics import ConsumerMetrics
 
 log = get_logger("hookbay.consumer")
 
 Record = ConsumerRecord  # ConsumerRecord[bytes, bytes]
 Handler = Callable[[Any], Awaitable[None]]
 NOT_BEFORE_HEADER = "not-before"
+RETRY_BACKOFF_MIN = 0.2
+RETRY_BACKOFF_MAX = 5.0
+COMMIT_TIMEOUT = 15.0
+"""aiokafka retries a commit until the group coordinator answers; past this, read on."""
 
 
 def not_before_ms(record: Any) -> int | None:
@@ -86,6 +97,7 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
         max_buffered_bytes: int = 256 * 1024 * 1024,
         commit_interval: float = 1.0,
         revoke_grace: float = 15.0,
+        metrics: ConsumerMetrics | None = None,
     ) -> None:
         self.consumer = consumer
         self.name = name
@@ -104,6 +116,15 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
         self._stopping = asyncio.Event()
         self._crash: BaseException | None = None
         self.running = False
+        self.ended = False
+        """Set once ``run`` returned (stopped or crashed)."""
+        self._metrics = metrics
+        self.last_commit = time.monotonic()
+        """When offsets were last committed, or the consumer last owed no commit."""
+        if metrics is not None:
+            metrics.since_commit.labels(name).set_function(
+                lambda: time.monotonic() - self.last_commit
+            )
         self.assigned = asyncio.Event()
         """Set once the group gave this consumer its partitions (readiness)."""
 
@@ -142,16 +163,43 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
         try:
             while not self._stopping.is_set():
                 self._apply_pauses()
-                batch = await self.consumer.getmany(timeout_ms=self._poll_ms(), max_records=500)
+                try:
+                    batch = await self.consumer.getmany(timeout_ms=self._poll_ms(), max_records=500)
+                except KafkaError as exc:
+                    await self._blip("fetch", exc)
+                    continue
                 for tp, records in batch.items():
                     self._take(tp, records)
                 if self._crash is not None:
                     raise HandlerCrashed(self.name) from self._crash
                 if time.monotonic() - last_commit >= self._commit_interval:
-                    await self._commit()
+                    try:
+                        async with asyncio.timeout(COMMIT_TIMEOUT):
+                            await self._commit()
+                    except TimeoutError:  # the next round commits these offsets (or later ones)
+                        self._count_retry(TimeoutError())
+                        log.warning("kafka_blip", consumer=self.name, operation="commit",
+                                    error="timeout")  # fmt: skip
+                    except KafkaError as exc:
+                        await self._blip("commit", exc)
                     last_commit = time.monotonic()
         finally:
             self.running = False
+            self.ended = True
+
+    async def _blip(self, what: str, error: KafkaError) -> None:
+        """A fetch or commit failed: retriable (or a commit refused after a rebalance, whose
+        records the partitions' new owner redoes) → log, wait a little, go on; else raise."""
+        if not (is_retriable(error) or isinstance(error, CommitFailedError)):
+            raise error
+        self._count_retry(error)
+        log.warning("kafka_blip", consumer=self.name, operation=what, error=type(error).__name__)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), RETRY_BACKOFF_MIN)
+
+    def _count_retry(self, error: BaseException) -> None:
+        if self._metrics is not None:
+            self._metrics.handler_retries.labels(self.name, type(error).__name__).inc()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -201,11 +249,24 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def _drain_lane(self, tp: TopicPartition, key: bytes | None, lane: _Lane) -> None:
         try:
+            delay = RETRY_BACKOFF_MIN
             while lane.records:
                 record = lane.records[0]
                 try:
                     await self._handler(record)
                 except Exception as exc:
+                    if is_retriable(exc):
+                        if self._stopping.is_set():
+                            return  # not committed: whoever reads the partition next redoes it
+                        self._count_retry(exc)
+                        log.warning(
+                            "handler_retry", consumer=self.name, topic=tp.topic,
+                            partition=tp.partition, offset=record.offset,
+                            error=type(exc).__name__, delay=delay,
+                        )  # fmt: skip
+                        await asyncio.sleep(delay)
+                        delay = min(RETRY_BACKOFF_MAX, delay * 2)
+                        continue
                     log.exception(
                         "handler_crashed", consumer=self.name, topic=tp.topic,
                         partition=tp.partition, offset=record.offset,
@@ -213,6 +274,7 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
                     self._crash = exc
                     self._stopping.set()
                     return
+                delay = RETRY_BACKOFF_MIN
                 lane.records.popleft()
                 self._release(1, _size(record))
                 partition = self._partitions.get(tp)
@@ -264,8 +326,11 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
             if offset is not None and offset != partition.committed:
                 offsets[tp] = OffsetAndMetadata(offset, "")
         if not offsets:
+            if self._buffered == 0:
+                self.last_commit = time.monotonic()
             return
         await self.consumer.commit(offsets)
+        self.last_commit = time.monotonic()
         for tp, meta in offsets.items():
             if tp in self._partitions:
                 self._partitions[tp].committed = meta.offset

@@ -2,23 +2,29 @@
 
 Every handler returns only once everything it decided is durably in Kafka (acks=all): the
 attempt record, and the next retry or the dead letter. The consume loop commits after that.
+
+Writing those records rides out broker blips: a retriable Kafka error (``is_retriable``: a
+leader or the broker away, a producer being replaced) is retried with back-off, for as long as it
+takes, resending only what was not acknowledged, so the delivery attempt is never made twice for
+it. Any other Kafka error propagates: the consume loop stops (``HandlerCrashed``, exit 1).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from structlog.contextvars import bound_contextvars
 
 from hookbay_common.ids import IdPrefix, derived_id, new_id
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, EventStatus
+from hookbay_common.producer import Headers, ResilientProducer, is_retriable
 from hookbay_common.topics import Topics
 from hookbay_common.wire import (
     WireError,
@@ -41,12 +47,22 @@ from hookbay_forwarder.retry import (
 )
 
 log = get_logger("hookbay.forwarder")
+WRITE_BACKOFF_MIN = 0.2
+WRITE_BACKOFF_MAX = 5.0
+
+
+@dataclass(frozen=True)
+class Message:
+    topic: str
+    value: bytes
+    key: bytes | None
+    headers: Headers | None = None
 
 
 @dataclass
 class ForwarderHandlers:
     deliverer: Deliverer
-    producer: AIOKafkaProducer
+    producer: ResilientProducer
     topics: Topics
     policy: RetryPolicy
     limit: DeadLetterLimit
@@ -107,9 +123,7 @@ class ForwarderHandlers:
             wait = self._next_wait(task, outcome)
             attempt = _attempt(task, outcome, wait)
             key = event.id.encode()
-            pending = [
-                await self.producer.send(self.topics.attempts, encode_attempt(attempt), key=key)
-            ]
+            messages = [Message(self.topics.attempts, encode_attempt(attempt), key)]
             if wait is not None and attempt.next_retry_at is not None:
                 retry = task.model_copy(
                     update={
@@ -122,9 +136,7 @@ class ForwarderHandlers:
                 )
                 topic = self.topics.retry(wait.tier)
                 headers = [(NOT_BEFORE_HEADER, _ms(retry.not_before))]
-                pending.append(
-                    await self.producer.send(topic, encode_task(retry), key=key, headers=headers)
-                )
+                messages.append(Message(topic, encode_task(retry), key, headers))
                 log.info(
                     "retry_scheduled", status=outcome.status_code, error=outcome.error,
                     topic=topic, next_retry_at=retry.not_before.isoformat(),
@@ -132,15 +144,11 @@ class ForwarderHandlers:
             elif attempt.outcome is EventStatus.FAILED:
                 reason = outcome.error or f"status {outcome.status_code}"
                 headers = _dlq_headers("delivery_failed", reason, task.chain_id)
-                pending.append(
-                    await self.producer.send(
-                        self.topics.events_dlq,
-                        encode_event(event),
-                        key=event.username.encode(),
-                        headers=headers,
-                    )
+                dead = Message(
+                    self.topics.events_dlq, encode_event(event), event.username.encode(), headers
                 )
-            await asyncio.gather(*pending)  # every acknowledgement, or raise
+                messages.append(dead)
+            await self.write(messages)  # every acknowledgement, or raise
             self._count(attempt, outcome, task)
             return attempt
 
@@ -180,10 +188,56 @@ class ForwarderHandlers:
     async def _dead_letter(
         self, value: bytes, *, key: bytes | None, reason: str, detail: str
     ) -> None:
-        await self.producer.send_and_wait(
-            self.topics.events_dlq, value, key=key, headers=_dlq_headers(reason, detail, None)
-        )
+        headers = _dlq_headers(reason, detail, None)
+        await self.write([Message(self.topics.events_dlq, value, key, headers)])
         self.metrics.dead_lettered.labels(reason).inc()
+
+    async def write(self, messages: Sequence[Message]) -> None:
+        """Return once Kafka acknowledged every message; retry retriable errors with back-off
+        (resending only the unacknowledged ones); raise any other ``KafkaError``."""
+        waiting = list(messages)
+        delay = WRITE_BACKOFF_MIN
+        while True:
+            failed, error = await self._send_all(waiting)
+            if error is None:
+                return
+            if not is_retriable(error):
+                raise error
+            self.metrics.handler_retries.labels("forwarder", type(error).__name__).inc()
+            log.warning(
+                "write_retry", error=type(error).__name__, messages=len(failed), delay=delay
+            )
+            await asyncio.sleep(delay)
+            delay = min(WRITE_BACKOFF_MAX, delay * 2)
+            waiting = failed
+
+    async def _send_all(self, messages: list[Message]) -> tuple[list[Message], KafkaError | None]:
+        """Send every message; return those not acknowledged and the first error."""
+        futures: list[asyncio.Future[object] | None] = []
+        error: KafkaError | None = None
+        for message in messages:
+            try:
+                futures.append(
+                    await self.producer.send(
+                        message.topic, message.value, key=message.key, headers=message.headers
+                    )
+                )
+            except KafkaError as exc:
+                futures.append(None)
+                error = error or exc
+        sent = [f for f in futures if f is not None]
+        results = await asyncio.gather(*sent, return_exceptions=True)
+        outcomes = iter(results)
+        failed = []
+        for message, future in zip(messages, futures, strict=True):
+            outcome = next(outcomes) if future is not None else None
+            if future is None or isinstance(outcome, BaseException):
+                failed.append(message)
+                if isinstance(outcome, KafkaError):
+                    error = error or outcome
+                elif isinstance(outcome, BaseException):
+                    raise outcome
+        return failed, error
 
 
 def _attempt(task: DeliveryTask, outcome: Outcome, wait: Wait | None) -> Attempt:

@@ -22,6 +22,16 @@ class ConsumerMetrics:
             name("consumer_buffered"), "Records read and not yet handled.", ["consumer"],
             registry=self.registry,
         )  # fmt: skip
+        self.handler_retries = Counter(
+            name("consumer_handler_retries"),
+            "Work retried after a retriable Kafka error (broker, leader or coordinator away).",
+            ["consumer", "error"], registry=self.registry,
+        )  # fmt: skip
+        self.since_commit = Gauge(
+            name("consumer_seconds_since_commit"),
+            "Seconds since offsets were last committed, or the consumer last owed no commit.",
+            ["consumer"], registry=self.registry,
+        )  # fmt: skip
 
 
 class ForwarderMetrics(ConsumerMetrics):

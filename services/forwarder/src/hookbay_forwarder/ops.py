@@ -18,9 +18,16 @@ from hookbay_common.metrics import asgi_app
 Checks = Callable[[], dict[str, bool]]
 
 
-def create_ops_app(checks: Checks, registry: CollectorRegistry) -> Starlette:
+def create_ops_app(
+    checks: Checks, registry: CollectorRegistry, healthy: Callable[[], bool] = lambda: True
+) -> Starlette:
+    """``/readyz``: 503 unless every check holds. ``/healthz``: 503 when ``healthy()`` is False
+    (wedged beyond what the process heals by itself: restart it)."""
+
     async def healthz(_: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+        if healthy():
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "wedged"}, status_code=503)
 
     async def readyz(_: Request) -> JSONResponse:
         results = checks()

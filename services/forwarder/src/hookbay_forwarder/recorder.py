@@ -4,6 +4,10 @@ A plain loop over batches: read a batch, write it with idempotent upserts, then 
 offsets. A write that fails is retried (nothing is committed meanwhile); a crash anywhere
 re-reads from the last commit, and writing a record twice changes nothing. Each batch is small
 and written at once, so an event is listed well within a second of its 200.
+
+A fetch or commit that fails with a retriable Kafka error (the broker or the group coordinator
+away or moving) is logged and tried again; an uncommitted batch is simply read and written again.
+The recorder produces nothing.
 """
 
 from __future__ import annotations
@@ -15,18 +19,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
-from aiokafka.errors import CommitFailedError
+from aiokafka.errors import CommitFailedError, KafkaError
 from aiokafka.structs import OffsetAndMetadata
 from pymongo.errors import PyMongoError
 
 from hookbay_common.db import AttemptRepository, EventRepository
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, Event
+from hookbay_common.producer import is_retriable
 from hookbay_common.topics import Topics
 from hookbay_common.wire import WireError, decode_attempt, decode_event
 from hookbay_forwarder.metrics import RecorderMetrics
 
 log = get_logger("hookbay.recorder")
+CONSUMER = "recorder"
+COMMIT_TIMEOUT = 15.0
+"""aiokafka retries a commit until the group coordinator answers; past this, read on."""
+WRITE_TIMEOUT = 300.0
+"""Longest wait for one batch's writes before they are tried again (idempotent upserts). Long:
+a batch rewritten after a partial write meets duplicates and is upserted document by document,
+which FerretDB does slowly; cutting that short would only start it again."""
 
 
 @dataclass
@@ -70,29 +82,86 @@ class RecorderLoop:
         self._stopping = asyncio.Event()
         self.healthy = True
         """False while MongoDB refuses writes (readiness)."""
+        self.ended = False
+        """Set once ``run`` returned (stopped or crashed)."""
+        self.last_commit = time.monotonic()
+        """When offsets were last committed, or the loop last read an empty batch (owed none)."""
+        self.stage = "start"
+        """What the loop is doing: fetch, write or commit (logged when it stalls)."""
+        self.committed: dict[Any, int] = {}
+        """The offset this loop last committed per partition (lag without asking the broker)."""
+        handlers.metrics.since_commit.labels(CONSUMER).set_function(
+            lambda: time.monotonic() - self.last_commit
+        )
 
     def stop(self) -> None:
         self._stopping.set()
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            self.ended = True
+
+    async def _run(self) -> None:
         while not self._stopping.is_set():
-            batch = await self.consumer.getmany(timeout_ms=200, max_records=1000)
+            self.stage = "fetch"
+            try:
+                batch = await self.consumer.getmany(timeout_ms=200, max_records=1000)
+            except KafkaError as exc:
+                await self._blip("fetch", exc)
+                continue
             if not batch:
+                self.last_commit = time.monotonic()
                 continue
             records = [record for part in batch.values() for record in part]
+            self.stage = "write"
             if not await self._write(records):
                 return  # stopping before the batch could be written: it is not committed
             offsets = {tp: OffsetAndMetadata(part[-1].offset + 1, "") for tp, part in batch.items()}
+            self.stage = "commit"
             try:
-                await self.consumer.commit(offsets)
+                async with asyncio.timeout(COMMIT_TIMEOUT):
+                    await self.consumer.commit(offsets)
             except CommitFailedError:  # partitions moved meanwhile: the new owner rewrites them
                 log.warning("commit_failed_after_rebalance")
+            except TimeoutError:  # the next commit covers these offsets
+                log.warning("kafka_blip", consumer=CONSUMER, operation="commit", error="timeout")
+            except KafkaError as exc:  # not committed: read and written again, which is harmless
+                await self._blip("commit", exc)
+            else:
+                self.last_commit = time.monotonic()
+                self.committed.update({tp: meta.offset for tp, meta in offsets.items()})
+
+    def lag(self) -> dict[Any, int]:
+        """Records of each assigned partition past this loop's last commit."""
+        lags = {}
+        for tp in self.consumer.assignment():
+            highwater = self.consumer.highwater(tp)
+            committed = self.committed.get(tp)
+            if highwater is not None and committed is not None:
+                lags[tp] = max(0, highwater - committed)
+        return lags
+
+    async def _blip(self, what: str, error: KafkaError) -> None:
+        if not is_retriable(error):
+            raise error
+        self._handlers.metrics.handler_retries.labels(CONSUMER, type(error).__name__).inc()
+        log.warning("kafka_blip", consumer=CONSUMER, operation=what, error=type(error).__name__)
+        try:
+            await asyncio.wait_for(self._stopping.wait(), self._retry_delay)
+        except TimeoutError:
+            return
 
     async def _write(self, records: list[Any]) -> bool:
+        """Write the batch, retrying every ``retry_delay`` while MongoDB refuses or does not
+        answer within ``WRITE_TIMEOUT`` (a restarted server may leave a request unanswered:
+        the driver has no socket timeout); False when a stop came first."""
         while True:
             try:
-                await self._handlers.record(records)
-            except PyMongoError as exc:
+                async with asyncio.timeout(WRITE_TIMEOUT):
+                    await self._handlers.record(records)
+            except (PyMongoError, TimeoutError) as exc:
                 self.healthy = False
                 log.warning("write_failed", error=type(exc).__name__, records=len(records))
                 try:

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from fastapi import FastAPI
 from redis.exceptions import RedisError
@@ -33,12 +32,12 @@ from hookbay_common.db import client as db_client
 from hookbay_common.errors import HookbayError, InvalidRequest, WebhookNotFound
 from hookbay_common.headers import join_headers
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.kafka import create_producer, start_when_reachable
 from hookbay_common.logs import get_logger
 from hookbay_common.metrics import asgi_app
 from hookbay_common.models import Event, EventStatus, RejectedReason, User, Webhook
 from hookbay_common.names import is_valid_username, is_valid_webhook_name
 from hookbay_common.plans import Plan, PlanBook, load_plans
+from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.wire import encode_event
@@ -73,9 +72,14 @@ class Ingest:
         self.plans = plans
         self.metrics = IngestMetrics()
         self.topic = settings.topics.events
-        self.kafka_connected = asyncio.Event()
-        """Set once the producer reached the broker; until then every event gets a 503."""
-        self._connect_task: asyncio.Task[None] | None = None
+        self.producer = ResilientProducer.from_settings(
+            settings, name="hookbay-ingest", registry=self.metrics.registry
+        )
+
+    @property
+    def kafka_connected(self) -> asyncio.Event:
+        """Set once the producer first reached the broker; until then every event gets a 503."""
+        return self.producer.started
 
     async def start(self) -> None:
         """Open the clients (inside the server's event loop) and load the configuration view."""
@@ -89,23 +93,11 @@ class Ingest:
             self.metrics.view, settings.view_settings(),
         )  # fmt: skip
         self.limiter: RateLimiter = create_rate_limiter(settings.redis_url)
-        self.producer: AIOKafkaProducer = create_producer(
-            settings.kafka_bootstrap, client_id="hookbay-ingest"
-        )
         await self.view.start()
-        self._connect_task = asyncio.create_task(
-            start_when_reachable(
-                self.producer, self.kafka_connected, bootstrap=settings.kafka_bootstrap
-            ),
-            name="kafka-connect",
-        )
+        await self.producer.start()  # connects in the background, replaces itself when wedged
 
     async def stop(self) -> None:
         """Flush the producer last: every request that got a 200 is already acknowledged."""
-        if self._connect_task is not None:
-            self._connect_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._connect_task
         await self.view.stop()
         await self.producer.stop()  # flushes: waits for every pending acknowledgement
         await self.limiter.close()
@@ -260,11 +252,9 @@ class Ingest:
         )
 
     async def _produce(self, event: Event, *, best_effort: bool = False) -> None:
-        """Return only once Kafka acknowledged the event (acks=all); else ``QueueUnavailable``."""
-        if not self.kafka_connected.is_set():
-            if best_effort:
-                return
-            raise QueueUnavailable()
+        """Return only once Kafka acknowledged the event (acks=all); else ``QueueUnavailable``
+        (no producer running, the send failed, or no acknowledgement within
+        ``produce_timeout``)."""
         started = time.perf_counter()
         try:
             async with asyncio.timeout(
@@ -273,8 +263,11 @@ class Ingest:
                 await self.producer.send_and_wait(
                     self.topic, encode_event(event), key=event.username.encode()
                 )
-        except (KafkaError, TimeoutError):
-            log.warning("produce_failed", event_id=event.id, best_effort=best_effort)
+        except (KafkaError, TimeoutError) as exc:
+            log.warning(
+                "produce_failed", event_id=event.id, best_effort=best_effort,
+                error=type(exc).__name__,
+            )  # fmt: skip
             if not best_effort:
                 raise QueueUnavailable() from None
             return
@@ -347,13 +340,15 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
     app.add_exception_handler(StarletteHTTPException, _http_error)
 
     @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    async def healthz() -> Response:
+        if ingest.producer.healthy:  # else wedged beyond what replacing the producer fixes
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "wedged"}, status_code=503)
 
     @app.get("/readyz")
     async def readyz() -> Response:
         checks: dict[str, Any] = {
-            "kafka": ingest.kafka_connected.is_set(),
+            "kafka": ingest.producer.ready,
             "config_view": ingest.view.caught_up,
         }
         if isinstance(ingest.limiter, RedisRateLimiter):

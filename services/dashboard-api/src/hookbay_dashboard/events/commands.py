@@ -20,11 +20,11 @@ from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
 
 # Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
-    from aiokafka import AIOKafkaProducer
     from rich.console import Console
     from rich.progress import Progress
 
     from hookbay_common.models import EventHead
+    from hookbay_common.producer import ResilientProducer
     from hookbay_dashboard.events.schemas import EventPage
     from hookbay_dashboard.events.service import EventService, ExportStream
     from hookbay_dashboard.replays.schemas import ReplayAccepted
@@ -131,12 +131,12 @@ def events_replay(state: CliState, event_id: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _started_producer(rt: Runtime) -> AsyncIterator[AIOKafkaProducer]:
-    from hookbay_common.kafka import create_producer
+async def _started_producer(rt: Runtime) -> AsyncIterator[ResilientProducer]:
+    from hookbay_common.producer import ResilientProducer
 
-    producer = create_producer(rt.settings.kafka_bootstrap, client_id="hookbay-cli")
+    producer = ResilientProducer.from_settings(rt.settings, name="hookbay-cli")
     try:
-        await producer.start()
+        await producer.connect()  # the broker's own error when it does not answer
         yield producer
     finally:
         await producer.stop()

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Final
 
-from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from pymongo.errors import PyMongoError
 from structlog.contextvars import bound_contextvars
@@ -41,6 +40,7 @@ from hookbay_common.errors import (
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.logs import get_logger
 from hookbay_common.models import DeliveryTask, Event, Webhook
+from hookbay_common.producer import ResilientProducer
 from hookbay_common.topics import Topics
 from hookbay_common.wire import encode_task
 from hookbay_dashboard.replays.schemas import ReplayAccepted
@@ -74,7 +74,7 @@ class ReplayPublisher:
 
     def __init__(
         self,
-        producer: Callable[[], AIOKafkaProducer],
+        producer: Callable[[], ResilientProducer],
         topics: Topics,
         *,
         timeout: float = PUBLISH_TIMEOUT,
