@@ -221,7 +221,7 @@ def render(
         "",
         f"Target p99 ≤ {TARGET_P99_S:g} s: **{'met' if p99 <= TARGET_P99_S else 'missed'}**."
         f" A webhook created through the API was answered 200 on the very first request by"
-        f" {first_try} of {created} replica checks (the zero window). \"user deleted\" is timed"
+        f' {first_try} of {created} replica checks (the zero window). "user deleted" is timed'
         " from the return of the admin call, which first removes the account (published) and"
         " then the owner's webhooks, tokens and events: the change is often live before it"
         " returns (p50 near 0).",
