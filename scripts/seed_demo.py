@@ -10,10 +10,8 @@ import json
 import sys
 
 from hookbay_common.cli import CliState, Runtime
-from hookbay_common.db import TokenRepository, UserRepository, WebhookRepository
 from hookbay_common.errors import UserAlreadyExists, WebhookAlreadyExists
-from hookbay_dashboard.accounts.service import AccountService
-from hookbay_dashboard.webhooks.service import WebhookService
+from hookbay_dashboard.commands import accounts_for, webhooks_for
 
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - the documented demo login of a local stack
@@ -22,14 +20,7 @@ DEMO_SECRET = "demo-signing-secret"  # noqa: S105
 
 
 async def seed(rt: Runtime) -> dict[str, object]:
-    users = UserRepository(rt.db)
-    accounts = AccountService(users, TokenRepository(rt.db), rt.plans, publisher=rt.config)
-    webhooks = WebhookService(
-        WebhookRepository(rt.db, rt.box),
-        users,
-        allow_private=rt.settings.allow_private_destinations,
-        publisher=rt.config,  # a writer like any other: the change log hears of it
-    )
+    accounts, webhooks = accounts_for(rt), webhooks_for(rt)  # the CLI's: they publish changes
     made: dict[str, object] = {
         "user": DEMO_USER,
         "password": DEMO_PASSWORD,

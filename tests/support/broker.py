@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 from tests.support.net import free_port, free_port_pair
+from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -44,9 +45,7 @@ class PrivateServer:
         """``kill -9``: no shutdown at all; ``up`` then sees the recorded process gone."""
         pid = int((self._run_dir / f"{self.name}.pid").read_text())
         os.killpg(pid, signal.SIGKILL)  # its session: the server and anything it started
-        async with asyncio.timeout(20):
-            while _alive(pid):
-                await asyncio.sleep(0.05)
+        await until(lambda: not _alive(pid), timeout=20, what=f"{self.name} gone after kill -9")
 
 
 def _alive(pid: int) -> bool:

@@ -12,6 +12,7 @@ import pytest
 
 from hookbay_common.models import User, Webhook
 from tests.support.ingest import Probe, Stack, ingest_process, raw_exchange
+from tests.support.waiting import until
 
 LIMIT = 4_500_000
 MAX_HEADER_BYTES = 64 * 1024
@@ -32,9 +33,11 @@ async def visible_to(base: str, user: User, hook: Webhook) -> None:
         f"POST /w/{user.username}/{hook.name} HTTP/1.1\r\nHost: t\r\n"
         f"Content-Length: {LIMIT + 1}\r\nConnection: close\r\n\r\n"
     ).encode()
-    async with asyncio.timeout(10):
-        while (await raw_exchange(base, request)).status != 413:
-            await asyncio.sleep(0.05)
+
+    async def known() -> bool:
+        return (await raw_exchange(base, request)).status == 413
+
+    await until(known, timeout=10, what="the ingest process knows the webhook")
 
 
 def post_head(user: User, hook: Webhook, *lines: str) -> bytes:
@@ -276,12 +279,13 @@ class TestClientDisconnect:
             writer.write(post_head(user, hook, "Content-Length: 1000") + b"only part")
             await writer.drain()
             writer.close()  # mid-body
-            async with httpx.AsyncClient(base_url=base) as client, asyncio.timeout(10):
-                while (
-                    "hookbay_ingest_client_disconnects_total 1.0"
-                    not in (await client.get("/metrics/")).text
-                ):
-                    await asyncio.sleep(0.05)
+            async with httpx.AsyncClient(base_url=base) as client:
+
+                async def counted() -> bool:
+                    metrics = (await client.get("/metrics/")).text
+                    return "hookbay_ingest_client_disconnects_total 1.0" in metrics
+
+                await until(counted, timeout=10, what="the disconnect is counted")
             proc.terminate()
             _, stderr = proc.communicate(timeout=30)
         log = stderr.decode()

@@ -23,13 +23,13 @@ import click
 # command module import only click at the top; database, Kafka, pydantic and rich are imported
 # inside the functions that use them (docs/benchmarks.md, "CLI start-up").
 if TYPE_CHECKING:
-    from aiokafka import AIOKafkaProducer
     from pydantic import ValidationError
     from rich.console import Console
 
     from hookbay_common.configlog import ConfigPublisher
     from hookbay_common.db.client import Database
     from hookbay_common.plans import PlanBook
+    from hookbay_common.producer import ResilientProducer
     from hookbay_common.secrets_box import SecretBox
     from hookbay_common.settings import Settings
 
@@ -45,26 +45,33 @@ class Runtime:
     db: Database
     plans: PlanBook
     box: SecretBox
+    kafka: CliProducer
+    """The command's one producer, connected on first use (most commands never send)."""
     config: ConfigPublisher
     """Publishes configuration changes to the change log (``hookbay_common.configlog``)."""
 
 
 @dataclass
-class _LazyProducer:
-    """A producer started on the first send (most commands never send), closed with the run."""
+class CliProducer:
+    """A ``ResilientProducer`` connected on the first ``get`` (the broker's own error when it
+    does not answer), stopped with the run; failed sends are remembered for one warning line."""
 
-    bootstrap: str
-    producer: AIOKafkaProducer | None = None
+    settings: Settings
+    producer: ResilientProducer | None = None
     failures: list[str] = field(default_factory=list)
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> None:
-        from hookbay_common.kafka import create_producer
+    async def get(self) -> ResilientProducer:
+        from hookbay_common.producer import ResilientProducer
 
+        if self.producer is None:
+            self.producer = ResilientProducer.from_settings(self.settings, name="hookbay-cli")
+            await self.producer.connect()
+        return self.producer
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> None:
+        """``configlog.Send``: acknowledged, or raises (and is counted as a failure)."""
         try:
-            if self.producer is None:
-                self.producer = create_producer(self.bootstrap, client_id="hookbay-cli")
-                await self.producer.start()
-            await self.producer.send_and_wait(topic, value, key=key)
+            await (await self.get()).send_and_wait(topic, value, key=key)
         except BaseException as exc:
             self.failures.append(type(exc).__name__)
             raise
@@ -127,13 +134,13 @@ class CliState:
         settings = self.settings
         plans = load_plans(settings.plans_file)
         mongo = db_client.connect(settings.mongo_url)
-        producer = _LazyProducer(settings.kafka_bootstrap)
+        producer = CliProducer(settings)
         try:
             db = db_client.database(mongo)
             await db_client.migrate(db)
             box = SecretBox(settings.secret_key.get_secret_value())
             config = ConfigPublisher(producer.send, settings.topics.config, box)
-            yield Runtime(settings, db, plans, box, config)
+            yield Runtime(settings, db, plans, box, producer, config)
         finally:
             await producer.close()
             await mongo.close()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from hookbay_dashboard.webhooks.service import WebhookService
 
 
-def _accounts(rt: Runtime) -> AccountService:
+def accounts_for(rt: Runtime) -> AccountService:
     from hookbay_common.db import (
         AttemptRepository,
         EventRepository,
@@ -43,7 +43,7 @@ def _accounts(rt: Runtime) -> AccountService:
     )  # fmt: skip
 
 
-def _webhooks(rt: Runtime) -> WebhookService:
+def webhooks_for(rt: Runtime) -> WebhookService:
     from hookbay_common.db import UserRepository, WebhookRepository
     from hookbay_dashboard.webhooks.service import WebhookService
 
@@ -96,7 +96,9 @@ def user_create(
     password = _read_password() if password_stdin else None
 
     async def work(rt: Runtime) -> tuple[User, IssuedToken]:
-        return await _accounts(rt).create_user(username, plan=plan, admin=admin, password=password)
+        return await accounts_for(rt).create_user(
+            username, plan=plan, admin=admin, password=password
+        )
 
     created, issued = state.run(work)
 
@@ -118,7 +120,7 @@ def user_set_plan(state: CliState, username: str, plan: str) -> None:
     """Move USERNAME to PLAN; every ingest replica applies the new rate limit at once."""
 
     async def work(rt: Runtime) -> User:
-        return await _accounts(rt).set_plan(username, plan)
+        return await accounts_for(rt).set_plan(username, plan)
 
     changed = state.run(work)
     state.emit(
@@ -137,7 +139,7 @@ def user_delete(state: CliState, username: str, yes: bool) -> None:
         click.confirm(f"Delete user {username} and all their webhooks and events?", abort=True)
 
     async def work(rt: Runtime) -> None:
-        await _accounts(rt).delete_user(username)
+        await accounts_for(rt).delete_user(username)
 
     state.run(work)
     state.emit(
@@ -160,7 +162,7 @@ def token_create(state: CliState, username: str, name: str) -> None:
     """Issue a new API token for USERNAME (shown once)."""
 
     async def work(rt: Runtime) -> IssuedToken:
-        return await _accounts(rt).create_token(username, name=name)
+        return await accounts_for(rt).create_token(username, name=name)
 
     issued = state.run(work)
     state.emit(
@@ -187,7 +189,7 @@ def webhook_create(
     """Create webhook NAME for USERNAME."""
 
     async def work(rt: Runtime) -> Webhook:
-        return await _webhooks(rt).create(username, name, secret=secret, forward_url=forward_url)
+        return await webhooks_for(rt).create(username, name, secret=secret, forward_url=forward_url)
 
     _emit_webhook(state, state.run(work), "created")
 
@@ -225,14 +227,14 @@ def webhook_set(
     new_url = None if no_forward else (forward_url if forward_url is not None else UNCHANGED)
 
     async def work(rt: Runtime) -> Webhook:
-        return await _webhooks(rt).change(username, name, secret=new_secret, forward_url=new_url)
+        return await webhooks_for(rt).change(username, name, secret=new_secret, forward_url=new_url)
 
     _emit_webhook(state, state.run(work), "updated")
 
 
 def _set_active(state: CliState, username: str, name: str, active: bool) -> None:
     async def work(rt: Runtime) -> Webhook:
-        return await _webhooks(rt).set_active(username, name, active)
+        return await webhooks_for(rt).set_active(username, name, active)
 
     _emit_webhook(state, state.run(work), "activated" if active else "deactivated")
 
@@ -266,7 +268,7 @@ def webhook_delete(state: CliState, username: str, name: str) -> None:
     """Delete a webhook (its events stay until retention removes them)."""
 
     async def work(rt: Runtime) -> None:
-        await _webhooks(rt).delete(username, name)
+        await webhooks_for(rt).delete(username, name)
 
     state.run(work)
     state.emit(
@@ -283,7 +285,7 @@ def webhook_list(state: CliState, username: str) -> None:
     """List USERNAME's webhooks."""
 
     async def work(rt: Runtime) -> list[Webhook]:
-        return await _webhooks(rt).list_for_owner(username)
+        return await webhooks_for(rt).list_for_owner(username)
 
     hooks = state.run(work)
     views = [webhook_view(h, state.settings.public_url) for h in hooks]

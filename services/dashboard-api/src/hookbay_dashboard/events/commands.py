@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from hookbay_common.models import EventHead
-    from hookbay_common.producer import ResilientProducer
     from hookbay_dashboard.events.schemas import EventPage
     from hookbay_dashboard.events.service import EventService, ExportStream
     from hookbay_dashboard.replays.schemas import ReplayAccepted
@@ -114,12 +113,12 @@ def events_replay(state: CliState, event_id: str) -> None:
     from hookbay_dashboard.replays.service import ReplayPublisher, ReplayService
 
     async def work(rt: Runtime) -> ReplayAccepted:
-        async with _started_producer(rt) as producer:
-            replays = ReplayService(
-                EventRepository(rt.db), WebhookRepository(rt.db, rt.box),
-                ReplayJobRepository(rt.db), ReplayPublisher(lambda: producer, rt.settings.topics),
-            )  # fmt: skip
-            return await replays.replay_event(event_id, username=None)
+        producer = await rt.kafka.get()
+        replays = ReplayService(
+            EventRepository(rt.db), WebhookRepository(rt.db, rt.box),
+            ReplayJobRepository(rt.db), ReplayPublisher(lambda: producer, rt.settings.topics),
+        )  # fmt: skip
+        return await replays.replay_event(event_id, username=None)
 
     accepted = state.run(work)
     state.emit(
@@ -128,18 +127,6 @@ def events_replay(state: CliState, event_id: str) -> None:
             f"queued replay of {accepted.event_id} to {accepted.url} (chain {accepted.chain_id})"
         ),
     )
-
-
-@contextlib.asynccontextmanager
-async def _started_producer(rt: Runtime) -> AsyncIterator[ResilientProducer]:
-    from hookbay_common.producer import ResilientProducer
-
-    producer = ResilientProducer.from_settings(rt.settings, name="hookbay-cli")
-    try:
-        await producer.connect()  # the broker's own error when it does not answer
-        yield producer
-    finally:
-        await producer.stop()
 
 
 @events.command("export")
