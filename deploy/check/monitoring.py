@@ -7,6 +7,7 @@ monitoring.py names RENDER SCRAPE...  fails when a rule or panel names a hookbay
                                     scrape of the running services (deploy/check/metrics/) exposes
 """
 
+# ruff: noqa: T201  (a command-line helper: its output is printed)
 from __future__ import annotations
 
 import json
@@ -89,6 +90,9 @@ def names(render: str, scrapes: list[str]) -> None:
             "metrics used by the alerts or the dashboard that no service exposes: "
             + ", ".join(missing)
         )
+    print(
+        f"{len(used)} hookbay metric names used by alerts and dashboard, all exposed by the services"
+    )
 
 
 def main() -> None:
@@ -96,7 +100,7 @@ def main() -> None:
     if command == "rules":
         rules(*args)
     elif command == "exprs":
-        pass
+        print("\n".join(dashboard_exprs(args[0])))
     elif command == "names":
         names(args[0], args[1:])
     else:
