@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help install infra-up infra-down infra-status run test test-infra-up test-infra-down lint format bench clean \
-        deploy-check
+        deploy-check images compose-check
 
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 UV_VERSION := 0.13.8
@@ -26,6 +26,8 @@ help:
 	@echo "make bench      benchmarks; figures go to docs/benchmarks.md"
 	@echo "make infra-up / infra-down / infra-status   only the local Kafka, FerretDB and Redis"
 	@echo "make deploy-check   verify the Helm chart offline (lint, schemas, unit tests, promtool, kube-score)"
+	@echo "make images         build every image locally (Debian base by debootstrap; cached)"
+	@echo "make compose-check  run the compose stack end to end, then leave the host as it was"
 
 $(UV):
 	@mkdir -p .cache/tools
@@ -80,3 +82,10 @@ clean: infra-down
 deploy-check: .venv/.synced
 	@deploy/check/run.sh
 
+images: $(UV)
+	@deploy/docker/engine.sh install
+	@deploy/docker/with-engine.sh deploy/docker/images.sh
+
+compose-check: $(UV)
+	@deploy/docker/engine.sh install
+	@deploy/docker/compose-check.sh
