@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the chart-verification tools from pinned Go modules into $HOOKBAY_CACHE/deploy-tools/bin
+# Builds the chart-verification tools from pinned Go modules into $HOOKBAY_DEPLOY_CACHE/deploy-tools/bin (default .cache/)
 # (idempotent: a tool whose versioned binary exists is not rebuilt). Prints the bin directory.
 #
 # Why build: no tool download site is reachable here, only the Go module proxy (which answers 403
@@ -8,7 +8,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-CACHE=${HOOKBAY_CACHE:-$ROOT/.cache}
+CACHE=${HOOKBAY_DEPLOY_CACHE:-$ROOT/.cache}
 TOOLS="$CACHE/deploy-tools"
 BIN="$TOOLS/bin"
 

@@ -97,6 +97,8 @@ app.kubernetes.io/component: {{ index . 1 }}
   value: {{ $v.kafka.bootstrap | quote }}
 - name: HOOKBAY_KAFKA_PARTITIONS
   value: {{ $v.kafka.partitions | quote }}
+- name: HOOKBAY_KAFKA_REPLICATION_FACTOR
+  value: {{ $v.kafka.replicationFactor | quote }}
 - name: HOOKBAY_KAFKA_NAMESPACE
   value: {{ $v.kafka.topicNamespace | quote }}
 {{- if $v.mongo.urlSecretKey }}
