@@ -62,6 +62,16 @@ refuse "negative replicas" "replicaCount" "${BASE[@]}" --set existingSecret=s --
 refuse "a cron minute of 61" "retention/schedule" "${BASE[@]}" --set existingSecret=s --set "retention.schedule=61 * * * *"
 refuse "an unknown key" "additional properties" "${BASE[@]}" --set existingSecret=s --set dashboard.replica=2
 
+step "every container's settings accepted by its service"
+"$PYTHON" "$HERE/settings_check.py" "$OUT/defaults.yaml" "$OUT/all-on.yaml" "$OUT/gitops.yaml"
+# and it does catch what the values schema cannot: limits that together overflow a Kafka record
+helm template hookbay "$CHART" -f "$CHART/ci/defaults-values.yaml" \
+  --set settings.maxBodyBytes=6000000 --set ingest.maxHeaderBytes=1048576 >"$OUT/overflow.yaml"
+if "$PYTHON" "$HERE/settings_check.py" "$OUT/overflow.yaml" >/dev/null 2>&1; then
+  die "settings_check accepted limits that overflow a Kafka record"
+fi
+echo "refused limits that overflow a Kafka record (ingest would not start)"
+
 step "kubeconform (strict; Kubernetes ${K8S_VERSIONS[*]}; monitoring CRDs)"
 for version in "${K8S_VERSIONS[@]}"; do
   kubeconform -strict -summary -kubernetes-version "$version" \
