@@ -43,6 +43,10 @@ snapshot() { # dir: what `down` must find again
   { iptables-save 2>/dev/null || true; } | sed -e '/^#/d' -e 's/\[[0-9]*:[0-9]*\]//' >"$1/iptables"
   { ip6tables-save 2>/dev/null || true; } | sed -e '/^#/d' -e 's/\[[0-9]*:[0-9]*\]//' >"$1/ip6tables"
   cat /proc/sys/net/ipv4/ip_forward >"$1/ip_forward"
+  local f
+  for f in /proc/sys/net/bridge/bridge-nf-call-*; do
+    [ -f "$f" ] && echo "$f=$(cat "$f")"
+  done >"$1/bridge"
   ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$1/links"
 }
 
@@ -87,13 +91,18 @@ down() {
     case "$link" in docker0|br-*|veth*) grep -qx "$link" "$STATE/links" || ip link del "$link" 2>/dev/null || true ;; esac
   done
   [ -f "$STATE/ip_forward" ] && cat "$STATE/ip_forward" >/proc/sys/net/ipv4/ip_forward
+  local line
+  while IFS= read -r line; do  # bridge netfilter switches, where the kernel has them
+    [ -w "${line%%=*}" ] && echo "${line#*=}" >"${line%%=*}" 2>/dev/null || true
+  done <"$STATE/bridge"
   local now="$DIR/host-after"
   snapshot "$now"
   if ! diff -u "$STATE/iptables" "$now/iptables" >&2 || ! diff -u "$STATE/ip6tables" "$now/ip6tables" >&2 ||
-     ! diff -u "$STATE/ip_forward" "$now/ip_forward" >&2 || ! diff -u "$STATE/links" "$now/links" >&2; then
+     ! diff -u "$STATE/ip_forward" "$now/ip_forward" >&2 || ! diff -u "$STATE/links" "$now/links" >&2 ||
+     ! diff -u "$STATE/bridge" "$now/bridge" >&2; then
     die "the host differs from before the engine started (diff above)"
   fi
-  say "dockerd stopped; iptables, ip_forward and links are as before"
+  say "dockerd stopped; iptables, ip_forward, bridge netfilter and links are as before"
 }
 
 case "${1:-}" in
