@@ -122,9 +122,18 @@ def scrape(stack: Stack, out: Path) -> None:
         ),
     }
     for role, text in pages.items():
-        (out / f"{role}.prom").write_text(text)
-        names = sum(1 for line in text.splitlines() if line.startswith("# TYPE hookbay_"))
+        path = out / f"{role}.prom"
+        kept = path.read_text() if path.exists() else ""
+        # rewritten only when the metric families changed: the sample values of each run would
+        # otherwise make every compose-check a change to commit
+        if families(kept) != families(text):
+            path.write_text(text)
+        names = sum(1 for f in families(text) if f.startswith("# TYPE hookbay_"))
         print(f"scraped {role}: {names} hookbay metric families")
+
+
+def families(text: str) -> list[str]:
+    return sorted(line for line in text.splitlines() if line.startswith("# TYPE "))
 
 
 def main() -> None:
