@@ -9,7 +9,8 @@ start and, unless ``--keep``, at the end). The stored set grows stage by stage.
 
 * data, written through the recorder's own calls (``EventRepository.upsert_many``,
   ``locate``, ``AttemptRepository.upsert_many``, ``EventRepository.apply_attempts``) in
-  batches of 500, four writers at once (four recorder partitions): 20 owners; ``owner0``
+  batches of 500, one writer (one recorder: FerretDB v1 deadlocks when concurrent write commands
+  hold more PostgreSQL connections than its pool has, docs/ferretdb-backends.md): 20 owners; ``owner0``
   has 20 webhooks, ``owner0/hook0`` gets 10 % of all events (≥ 100,000 at 1M) of which 10 %
   fail; 1 KB JSON bodies, every 50th a 1 KB binary body; every event has one attempt (200,
   or 500 for the failed ones) and its status change. ``created_at`` grows with arrival, spread
@@ -47,6 +48,7 @@ from prometheus_client import CollectorRegistry
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db import AttemptRepository, EventRepository, WebhookRepository, client
+from hookbay_common.db.events import record_batch
 from hookbay_common.ids import IdPrefix, derived_id, new_id
 from hookbay_common.models import Attempt, AttemptTrigger, Event, Webhook
 from hookbay_common.secrets_box import SecretBox
@@ -64,7 +66,7 @@ END = "<!-- bench:store:end -->"
 DB_NAME = "hookbay_bench_store"
 OWNERS = 20
 BATCH = 500
-WRITERS = 4
+WRITERS = 1
 SPAN = timedelta(days=7)
 BODY = make_body()
 BINARY = bytes(range(256)) * 4
@@ -146,14 +148,11 @@ class DataSet:
         """What the recorder does with one batch (RecorderHandlers.record)."""
         events = [e for e, _ in pairs]
         attempts = [a for _, a in pairs]
-        await self.events.upsert_many(events)
-        located = await self.events.locate(a.event_id for a in attempts)
-        await self.attempts.upsert_many(attempts, located)
-        await self.events.apply_attempts(attempts, located)
+        await record_batch(self.events, self.attempts, events, attempts)
 
     async def grow(self, to: int) -> float:
-        """Store events up to ``to`` (four writers, one per quarter of the owners, like four
-        partitions); seconds taken."""
+        """Store events up to ``to`` (``WRITERS`` writers, each a share of the owners, like
+        recorder partitions); seconds taken."""
         started = time.perf_counter()
         queues: list[list[tuple[Event, Attempt]]] = [[] for _ in range(WRITERS)]
 
@@ -364,12 +363,20 @@ async def main() -> None:
         data = DataSet(db, utcnow() - SPAN - timedelta(hours=1), sizes[-1])
         await data.create_webhooks()
         stages = []
+        previous = 0
         for size in sizes:
             took = await data.grow(size)
             print(f"stage {size:,}: seeded in {took:.0f} s", file=sys.stderr, flush=True)
             stage = await measure(data, args.samples)
-            stage.rates.insert(0, ("seeding (4 writers)", f"{took:.0f} s so far"))
+            stage.rates.insert(
+                0,
+                (
+                    "seeding this stage",
+                    f"{took:.0f} s, {took and (stage.stored - previous) / took:,.0f} events/s",
+                ),
+            )
             stages.append(stage)
+            previous = data.count
             print(render([stage], "", "", started), flush=True)
         retention = "" if args.no_retention else await retention_rate(data)
         command = "scripts/bench_store.py " + " ".join(sys.argv[1:])

@@ -29,6 +29,7 @@ from hookbay_common.db.events import (
     attempt_to_document,
     event_to_document,
     migrate_event_layout,
+    record_batch,
 )
 from hookbay_common.errors import (
     TokenNotFound,
@@ -408,6 +409,28 @@ class TestPagedLayout:
         assert (row.id, row.last_status_code, row.body_size) == (
             made[-1].id, 500, len(made[-1].body),
         )  # fmt: skip
+
+    async def test_a_batch_stores_events_with_their_attempts_status(self, db: Database) -> None:
+        """The recorder's batch: an event whose attempt came with it is stored with its final
+        status at once; written again (a crash before the commit), nothing changes."""
+        events, attempts = EventRepository(db), AttemptRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [
+            create_event(webhook_id=webhook_id, forward_url="http://127.0.0.1:9/h")
+            for _ in range(5)
+        ]
+        tried = [create_attempt(e, status_code=200 if i else 502) for i, e in enumerate(made)]
+        later = create_attempt(made[0], number=2, status_code=204)  # the retry that succeeded
+        for _ in range(2):
+            await record_batch(events, attempts, made, [*tried, later])
+        rows = (await events.heads_for_webhook(webhook_id)).heads
+        assert {r.id: (r.status, r.last_status_code) for r in rows} == {
+            e.id: (EventStatus.SUCCESS, 204 if i == 0 else 200) for i, e in enumerate(made)
+        }
+        assert await events.counts(webhook_id) == {
+            EventStatus.SUCCESS: 5, EventStatus.PENDING: 0, EventStatus.FAILED: 0,
+        }  # fmt: skip
+        assert len(await attempts.list_for_event(made[0].id)) == 2
 
     async def test_a_counter_behind_its_pages_loses_nothing(self, db: Database) -> None:
         """Two writers at once can leave the counter behind the pages in use (FerretDB runs

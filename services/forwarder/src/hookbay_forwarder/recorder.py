@@ -24,6 +24,7 @@ from aiokafka.structs import OffsetAndMetadata
 from pymongo.errors import PyMongoError
 
 from hookbay_common.db import AttemptRepository, EventRepository
+from hookbay_common.db.events import record_batch
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, Event
 from hookbay_common.producer import is_retriable
@@ -65,12 +66,7 @@ class RecorderHandlers:
                 )  # fmt: skip
                 self.metrics.unreadable.labels(record.topic).inc()
         started = time.perf_counter()
-        # events first: they get their pages, which the attempts then carry (retention deletes
-        # both page by page); an attempt whose event is not recorded yet gets it later
-        await self.events.upsert_many(events)
-        located = await self.events.locate(a.event_id for a in attempts)
-        await self.attempts.upsert_many(attempts, located)
-        await self.events.apply_attempts(attempts, located)
+        await record_batch(self.events, self.attempts, events, attempts)
         self.metrics.write_latency.observe(time.perf_counter() - started)
         self.metrics.recorded.labels("event").inc(len(events))
         self.metrics.recorded.labels("attempt").inc(len(attempts))

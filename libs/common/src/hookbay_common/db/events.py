@@ -26,8 +26,9 @@ Writes are idempotent: a record consumed twice keeps the position, status and co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -124,6 +125,16 @@ class ExpiredPage:
     page: int
     count: int
     event_ids: list[str] | None
+
+
+def latest_attempts(attempts: Iterable[Attempt]) -> dict[str, Attempt]:
+    """Per event id, the attempt that decides its status (``Attempt.status_key``)."""
+    latest: dict[str, Attempt] = {}
+    for attempt in attempts:
+        known = latest.get(attempt.event_id)
+        if known is None or attempt.status_key > known.status_key:
+            latest[attempt.event_id] = attempt
+    return latest
 
 
 def page_id(webhook_id: str, page: int) -> str:
@@ -258,11 +269,18 @@ class EventRepository:
         """Store ``event``; idempotent. A stored event keeps its status and position."""
         await self.upsert_many([event])
 
-    async def upsert_many(self, events: list[Event]) -> None:
+    async def upsert_many(
+        self, events: list[Event], outcomes: Mapping[str, Attempt] | None = None
+    ) -> set[str]:
         """Store ``events`` (idempotent): new ones get the next positions of their webhook,
-        in the order given; a stored one keeps its position, status and outcome."""
+        in the order given; a stored one keeps its position, status and outcome.
+
+        ``outcomes`` (``latest_attempts`` of the same batch) lets a new event be stored with the
+        status its latest attempt gives it, saving the status update: the ids of the events so
+        stored are returned, for ``apply_attempts(settled=...)``."""
         if not events:
-            return
+            return set()
+        outcomes = outcomes or {}
         seqs = await self._allocate(events)
         heads: list[dict[str, Any]] = []
         bodies: list[dict[str, Any]] = []
@@ -272,7 +290,10 @@ class EventRepository:
             position: dict[str, Any] = {"seq": seq, "page": seq // PAGE_SIZE}
             head = event_head_document(event)
             body = event_body_document(event)
-            heads.append({**head, **position, "status": event.initial_status.value})
+            settled = (
+                _status_if_later(outcomes[event.id])[1]["$set"] if event.id in outcomes else {}
+            )
+            heads.append({**head, **position, "status": event.initial_status.value, **settled})
             bodies.append({**body, "page": position["page"]})
             del head["_id"], body["_id"]
             head_status = head.pop("status")
@@ -285,28 +306,30 @@ class EventRepository:
             body_upserts.append(
                 [({"_id": event.id}, {"$set": body, "$setOnInsert": on_insert}, True)]
             )
+        # bodies first: a head (what lists show) never exists without its body; a body that
+        # was stored before (a batch written again) keeps its page
+        slow_bodies = set(await _insert_or_upsert(self._bodies, bodies, body_upserts))
         slow = await _insert_or_upsert(self._events, heads, head_upserts)
         touched = {(e.webhook_id, s // PAGE_SIZE) for e, s in zip(events, seqs, strict=True)}
-        for index in slow:  # stored before (or a status stub): read the position it really has
+        for index in sorted(slow_bodies | set(slow)):  # after a crash: the head's page wins
             event = events[index]
             doc = await self._events.find_one({"_id": event.id}, {"page": 1})
             if doc is None or "page" not in doc:
                 continue
             page = doc["page"]
             touched.add((event.webhook_id, page))
-            seqs[index] = page * PAGE_SIZE  # the body goes where the head is
-            bodies[index]["page"] = page
-            fields = {k: v for k, v in bodies[index].items() if k != "_id"}
-            body_upserts[index] = [({"_id": event.id}, {"$set": fields}, True)]
+            seqs[index] = page * PAGE_SIZE
+            await self._bodies.update_one({"_id": event.id}, {"$set": {"page": page}})
             # attempts recorded before their event learn its page now
             await self._attempts.update_many(
                 {"event_id": event.id, "event_page": {"$exists": False}},
                 {"$set": {"event_page": page}},
             )
-        await _insert_or_upsert(self._bodies, bodies, body_upserts)
         for event, seq in zip(events, seqs, strict=True):
             self._remember(event.id, event.webhook_id, seq // PAGE_SIZE)
         await self.recount(touched)
+        late = set(slow)
+        return {e.id for i, e in enumerate(events) if i not in late and e.id in outcomes}
 
     async def _allocate(self, events: Sequence[Event]) -> list[int]:
         """The next ``seq`` of each event's webhook, in order: one ``$inc`` per webhook. A batch
@@ -363,19 +386,20 @@ class EventRepository:
         return found
 
     async def apply_attempts(
-        self, attempts: list[Attempt], located: dict[str, tuple[str, int]] | None = None
+        self,
+        attempts: list[Attempt],
+        located: dict[str, tuple[str, int]] | None = None,
+        *,
+        settled: Set[str] = frozenset(),
     ) -> None:
         """Move each attempt's event to the status the attempt implies, unless a later attempt
         (``Attempt.status_key``) already decided it; idempotent and order-independent. Then
-        recount the pages of those events.
+        recount the pages of those events. ``settled``: events stored with their latest
+        attempt's status already (``upsert_many``), left alone.
 
         One conditional update per event (its latest attempt here); an event not recorded yet
         gets a status stub that its own write completes."""
-        latest: dict[str, Attempt] = {}
-        for attempt in attempts:
-            known = latest.get(attempt.event_id)
-            if known is None or attempt.status_key > known.status_key:
-                latest[attempt.event_id] = attempt
+        latest = {i: a for i, a in latest_attempts(attempts).items() if i not in settled}
         if not latest:
             return
         if located is None:
@@ -440,7 +464,7 @@ class EventRepository:
             return None
         body = None if "request_body" in head else await self._bodies.find_one({"_id": head["_id"]})
         if body is None and "request_body" not in head:
-            return None  # the head is written first: the body follows within the same write
+            return None  # a head of layout 2 without its body: deleted meanwhile
         return event_from_documents(head, body)
 
     # ------------------------------------------------------------------ pages
@@ -583,12 +607,23 @@ class EventRepository:
         return await self.recent_heads_from(await self.summaries(username=username), limit)
 
     async def recent_heads_from(self, summaries: list[PageSummary], limit: int) -> list[EventRow]:
-        pages = sorted(summaries, key=lambda s: s.last_at, reverse=True)
+        """The ``limit`` newest events on the pages of ``summaries``: a webhook's newest events
+        are on its top page, so only top pages are read (in parallel), newest first, until no
+        other can hold a newer event."""
+        tops: dict[str, PageSummary] = {}
+        for summary in summaries:
+            if summary.page >= tops.get(summary.webhook_id, summary).page:
+                tops[summary.webhook_id] = summary
+        pages = sorted(tops.values(), key=lambda s: s.last_at, reverse=True)
         found: list[EventRow] = []
-        for summary in pages:
-            if len(found) >= limit and summary.last_at < found[limit - 1].created_at:
+        for start in range(0, len(pages), LOOKUP_CONCURRENCY // 2):
+            batch = pages[start : start + LOOKUP_CONCURRENCY // 2]
+            if len(found) >= limit and batch[0].last_at < found[limit - 1].created_at:
                 break
-            found += await self.page_heads(summary.webhook_id, summary.page)
+            for rows in await asyncio.gather(
+                *(self.page_heads(p.webhook_id, p.page) for p in batch)
+            ):
+                found += rows
             found.sort(key=_order, reverse=True)
         return found[:limit]
 
@@ -609,7 +644,10 @@ class EventRepository:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> dict[EventStatus, int]:
+        """Events by status in [since, until) on the pages of ``summaries``: a page inside the
+        bounds from its summary, one a bound cuts from its heads (read in parallel)."""
         counts = dict.fromkeys(_STATUSES, 0)
+        cut = []
         for summary in summaries:
             if (since is not None and summary.last_at < since) or (
                 until is not None and summary.first_at >= until
@@ -621,11 +659,24 @@ class EventRepository:
             if inside:
                 for status, n in summary.counts.items():
                     counts[status] += n
-                continue
-            for row in await self.page_heads(summary.webhook_id, summary.page):
-                if _within(row, since, until):
-                    counts[row.status] += 1
+            else:
+                cut.append(summary)
+        pages = await _gather_limited(self._page_statuses(c.webhook_id, c.page) for c in cut)
+        for rows in pages:
+            for created_at, status in rows:
+                if (since is None or created_at >= since) and (until is None or created_at < until):
+                    counts[status] += 1
         return counts
+
+    async def _page_statuses(
+        self, webhook_id: str, page: int
+    ) -> list[tuple[datetime, EventStatus]]:
+        """(created_at, status) of each event of a page: what counting needs, nothing more."""
+        query = {"webhook_id": webhook_id, "page": page}
+        return [
+            (doc["created_at"], EventStatus(doc["status"]))
+            async for doc in self._events.find(query, {"created_at": 1, "status": 1})
+        ]
 
     async def count_replayable(self, webhook_id: str, before: datetime) -> int:
         """Failed events of the webhook created before ``before`` that were forwarded (not
@@ -652,35 +703,55 @@ class EventRepository:
         *,
         since: datetime | None = None,
         until: datetime | None = None,
-        before: datetime | None = None,
         start: EventCursor | None = None,
     ) -> AsyncGenerator[tuple[Event, EventCursor], None]:
         """Every event of the webhook (``status`` only, ``created_at`` in [since, until)),
-        oldest first (arrival order), each with its position, one page at a time: memory holds
-        one page whatever the count. ``start`` resumes after a position."""
+        oldest first (arrival order), each with its position, one page at a time (the next
+        page is read while this one is consumed): memory holds two pages whatever the count.
+        ``start`` resumes after a position."""
         bounds = await self.top_page(webhook_id)
         if bounds is None:
             return
         low, top = bounds
         page = max(low, start.page) if start is not None else low
-        while page <= top:
-            rows = await self.page_heads(webhook_id, page, status)
-            rows = [
-                r
-                for r in rows
-                if _within(r, since, until)
-                and (start is None or page > start.page or _after(r, start))
-            ]
-            if rows:
-                bodies = {}
-                async for doc in self._bodies.find({"webhook_id": webhook_id, "page": page}):
-                    bodies[doc["_id"]] = doc
-                for row in rows:
-                    body = bodies.get(row.id)
-                    if body is None:
-                        continue  # deleted meanwhile (retention)
-                    yield _event_of(row, body), EventCursor(page, row.created_at, row.id)
-            page += 1
+        if since is not None and start is None:  # skip what is older: a binary search
+            page = max(low, await self._last_page_before(webhook_id, since, low, top) - 2)
+        ahead = asyncio.create_task(self._page_events(webhook_id, page, status))
+        try:
+            while page <= top:
+                found = await ahead
+                if page < top:
+                    ahead = asyncio.create_task(self._page_events(webhook_id, page + 1, status))
+                for event, position in found:
+                    if not _within(event, since, until):
+                        continue
+                    if start is not None and page == start.page and not _after(event, start):
+                        continue
+                    yield event, position
+                if until is not None and found and min(e.created_at for e, _ in found) >= until:
+                    break  # pages follow arrival: the rest is later still
+                page += 1
+        finally:
+            if not ahead.done():
+                ahead.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ahead
+
+    async def _page_events(
+        self, webhook_id: str, page: int, status: EventStatus | None
+    ) -> list[tuple[Event, EventCursor]]:
+        """The events of one page (``status`` only) with their bodies, oldest first."""
+        rows = await self.page_heads(webhook_id, page, status)
+        if not rows:
+            return []
+        bodies = {}
+        async for doc in self._bodies.find({"webhook_id": webhook_id, "page": page}):
+            bodies[doc["_id"]] = doc
+        return [
+            (_event_of(row, bodies[row.id]), EventCursor(page, row.created_at, row.id))
+            for row in rows
+            if row.id in bodies  # a body deleted meanwhile (retention): the event goes too
+        ]
 
     # ------------------------------------------------------------------ deleting
 
@@ -753,6 +824,22 @@ def _event_of(row: EventRow, body: dict[str, Any]) -> Event:
         request_headers=headers_from_document(doc["request_headers"]),
         body=body_from_document(doc, "request_body"),
     )
+
+
+async def record_batch(
+    events: EventRepository,
+    attempts: AttemptRepository,
+    new_events: list[Event],
+    new_attempts: list[Attempt],
+) -> None:
+    """Store one recorder batch: the events first (they get their pages, which the attempts
+    then carry; an attempt whose event is not recorded yet gets it later), an event whose
+    latest attempt is in the batch (the usual case) straight with its status; then the
+    attempts, then the other status changes. Idempotent: a batch written again changes nothing."""
+    settled = await events.upsert_many(new_events, latest_attempts(new_attempts))
+    located = await events.locate(a.event_id for a in new_attempts)
+    await attempts.upsert_many(new_attempts, located)
+    await events.apply_attempts(new_attempts, located, settled=settled)
 
 
 def attempt_to_document(attempt: Attempt, event_page: int | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ one (``WebhookNotFound``, ``EventNotFound``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import datetime, timedelta
 from typing import Final
@@ -176,12 +177,14 @@ class EventService:
         webhooks = await self._webhooks.list_for_owner(username)
         summaries = await self._events.summaries(username=username)
         since = utcnow() - OVERVIEW_WINDOW
-        rows = []
-        for webhook in webhooks:
-            mine = [s for s in summaries if s.webhook_id == webhook.id]
-            by_status = await self._events.counts_from(mine, since)
-            last = max((s.last_at for s in mine), default=None)
-            rows.append(_webhook_overview(webhook, by_status, last))
+        mine = {w.id: [s for s in summaries if s.webhook_id == w.id] for w in webhooks}
+        counted = await asyncio.gather(
+            *(self._events.counts_from(mine[w.id], since) for w in webhooks)
+        )
+        rows = [
+            _webhook_overview(w, by_status, max((s.last_at for s in mine[w.id]), default=None))
+            for w, by_status in zip(webhooks, counted, strict=True)
+        ]
         recent = await self._events.recent_heads_from(summaries, RECENT_EVENTS)
         return Overview(webhooks=rows, recent_events=[EventSummary.of(h) for h in recent])
 
