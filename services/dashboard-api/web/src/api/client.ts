@@ -53,13 +53,13 @@ const csrf: Middleware = {
 export const api = createClient<paths>({ baseUrl: "", credentials: "same-origin" });
 api.use(csrf);
 
-async function toError(response: Response): Promise<ApiError> {
-  let body: { error?: string; message?: string; retryAfter?: number } = {};
-  try {
-    body = await response.json();
-  } catch {
-    // not JSON: a proxy's page
-  }
+function toError(response: Response, error: unknown): ApiError {
+  // openapi-fetch has read the body already: `error` is the parsed JSON (or its text)
+  const body = (error !== null && typeof error === "object" ? error : {}) as {
+    error?: string;
+    message?: string;
+    retryAfter?: number;
+  };
   const header = response.headers.get("Retry-After");
   const retryAfter = header ? Number(header) : (body.retryAfter ?? null);
   return new ApiError(
@@ -85,7 +85,7 @@ export async function call<T>(
   const { response } = result;
   apiHealth.set([502, 503, 504].includes(response.status) && !response.headers.has("x-request-id"));
   if (response.ok) return result.data as T;
-  const error = await toError(response.clone());
+  const error = toError(response, result.error);
   if (response.status === 401 && !response.url.endsWith("/api/v1/auth/login")) onUnauthorized();
   throw error;
 }
@@ -100,6 +100,7 @@ export async function getJson<T>(
   const qs = params.toString();
   return call<T>(async () => {
     const response = await fetch(qs ? `${path}?${qs}` : path, { credentials: "same-origin" });
-    return { data: response.ok ? ((await response.json()) as T) : undefined, response };
+    if (response.ok) return { data: (await response.json()) as T, response };
+    return { error: await response.json().catch(() => null), response };
   });
 }

@@ -1,15 +1,11 @@
 // Display helpers: dates in the viewer's zone (UTC in the tooltip), sizes, bodies as bytes.
 
-const local = new Intl.DateTimeFormat(undefined, {
-  dateStyle: "medium",
-  timeStyle: "medium",
-  timeZoneName: "short",
-});
+// timeStyle "long" carries the zone's name ("10:04:05 CET"): local time is never ambiguous
+const local = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long" });
 const utc = new Intl.DateTimeFormat("en-GB", {
   dateStyle: "medium",
-  timeStyle: "medium",
+  timeStyle: "long",
   timeZone: "UTC",
-  timeZoneName: "short",
 });
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
 

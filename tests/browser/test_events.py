@@ -1,0 +1,146 @@
+"""An owner's way through the dashboard: log in, see the webhook, its events (live), a detail,
+a reloaded deep link, copy as curl (run, byte for byte), replay, bulk replay."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+
+from playwright.async_api import expect
+
+from tests.browser.conftest import Session, Stack
+from tests.support.receiver import Reply
+
+
+class TestEventList:
+    async def test_login_returns_to_the_deep_link_and_a_new_event_arrives_live(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        first = await stack.send(hook, b'{"order": 1}')
+        await stack.event(first)
+        page = session.page
+
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+
+        assert page.url == f"{stack.url}/webhooks/{hook['name']}/events"
+        events = page.get_by_role("list", name=f"Events of {hook['name']}")
+        await expect(events.get_by_role("link", name=re.compile(first))).to_be_visible()
+        await expect(page.get_by_text("● Live")).to_be_visible()
+        second = await stack.send(hook, b"a=1&b=2", "application/x-www-form-urlencoded")
+        pill = page.get_by_role("button", name="1 new event: show")
+        await expect(pill).to_be_visible()
+        await expect(page.get_by_test_id("live-region")).to_contain_text(second)
+        await expect(events.get_by_role("link", name=re.compile(second))).to_have_count(0)
+        await pill.click()
+        await expect(events.get_by_role("link", name=re.compile(second))).to_be_visible()
+        await expect(events.get_by_role("link")).to_have_count(2)
+
+    async def test_overview_links_to_the_list_and_a_detail_survives_a_reload(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        request_id = await stack.send(hook, b"<order><id>7</id></order>", "application/xml")
+        event = await stack.event(request_id)
+        page = session.page
+        await session.login(owner)
+
+        await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+        await page.get_by_role("link", name=hook["name"], exact=True).click()
+        await page.get_by_role("link", name=re.compile(request_id)).click()
+
+        await expect(page).to_have_url(f"{stack.url}/events/{event.id}")
+        await expect(page.get_by_role("heading", name=request_id)).to_be_visible()
+        await page.reload()
+        await expect(page.get_by_role("heading", name=request_id)).to_be_visible()
+        await expect(
+            page.get_by_role("definition").filter(has_text="application/xml")
+        ).to_be_visible()
+        await page.get_by_role("tab", name="Raw").click()
+        await expect(page).to_have_url(re.compile(r"tab=raw"))
+        await expect(page.get_by_test_id("raw-body")).to_have_text("<order><id>7</id></order>")
+
+
+class TestCopyAsCurl:
+    async def copied_curl_sends_the_same_bytes(
+        self, stack: Stack, session: Session, body: bytes, content_type: str
+    ) -> None:
+        owner = await stack.owner()
+        secret = "a-signing-secret-of-the-test"
+        hook = await stack.webhook(owner, secret=secret)
+        original = await stack.event(await stack.send(hook, body, content_type, secret=secret))
+        page = session.page
+        await session.login(owner, f"/events/{original.id}")
+
+        await page.get_by_role("button", name="Copy as curl").click()
+        await expect(page.get_by_role("button", name="Copied")).to_be_visible()
+        command = await page.evaluate("navigator.clipboard.readText()")
+        events_before = {original.request_id}
+        run = await asyncio.create_subprocess_exec(
+            "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await run.communicate()
+
+        assert run.returncode == 0, err.decode()
+        again = await stack.event(re.findall(r"req_[A-Za-z0-9]+", out.decode())[0])
+        assert again.request_id not in events_before
+        assert again.body == original.body == body
+        assert again.signature_valid is True
+        assert again.content_type == content_type
+
+    async def test_a_text_body(self, stack: Stack, session: Session) -> None:
+        body = '{"quote": "it\'s $HOME `x` \\\\ \u00e9"}\n\n'.encode()
+        await self.copied_curl_sends_the_same_bytes(stack, session, body, "application/json")
+
+    async def test_a_binary_body(self, stack: Stack, session: Session) -> None:
+        body = bytes(range(256)) + base64.b64decode("iVBORw0KGgo=") + b"\x00\xff"
+        await self.copied_curl_sends_the_same_bytes(
+            stack, session, body, "application/octet-stream"
+        )
+
+
+class TestReplay:
+    async def test_replay_from_the_detail_shows_the_replay_attempt(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        url = stack.receiver.url(Reply(status=400, body=b"no thanks"))
+        hook = await stack.webhook(owner, forward_url=url)
+        event = await stack.event(await stack.send(hook, b'{"n": 1}'), status="failed")
+        page = session.page
+        await session.login(owner, f"/events/{event.id}")
+        await expect(page.get_by_text("HTTP 400")).to_be_visible()
+
+        await page.get_by_role("button", name="Replay", exact=True).click()
+        dialog = page.get_by_role("dialog", name="Replay this event?")
+        await dialog.get_by_role("button", name="Replay").click()
+
+        await expect(page.get_by_role("heading", name=re.compile("^Replay"))).to_be_visible()
+        await expect(page.get_by_text("HTTP 200")).to_be_visible()
+        await expect(page.get_by_text("✓Success").first).to_be_visible()
+        assert len(await stack.receiver.wait_for(url, 2)) == 2
+
+    async def test_bulk_replay_counts_first_and_a_reload_resumes_the_job(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        url = stack.receiver.url(*[Reply(status=400)] * 3)
+        hook = await stack.webhook(owner, forward_url=url)
+        for n in range(3):
+            await stack.event(await stack.send(hook, b'{"n": %d}' % n), status="failed")
+        page = session.page
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+
+        await page.get_by_role("link", name="Replay failed").click()
+        start = page.get_by_role("button", name="Replay 3 failed events")
+        await expect(page.get_by_text(f"will be delivered again to {url}")).to_be_visible()
+        await start.click()
+
+        await expect(page).to_have_url(re.compile(r"/replay\?job=rpj_"))
+        await expect(page.get_by_text("Published 3 of 3")).to_be_visible()
+        await page.reload()
+        await expect(page.get_by_text("Done: 3 events queued for delivery again.")).to_be_visible()
+        assert len(await stack.receiver.wait_for(url, 6)) == 6
