@@ -70,6 +70,11 @@ class Stack:
     def url(self) -> str:
         return self.dashboard.base
 
+    def dashboard_client(self, token: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+
     async def owner(self, *, admin: bool = False) -> Owner:
         """A user with a password and an API token, acting on the dashboard API with it."""
         accounts = AccountService(
@@ -79,10 +84,7 @@ class Stack:
         user, issued = await accounts.create_user(
             unique_name("u"), plan="pro", admin=admin, password=PASSWORD
         )
-        api = httpx.AsyncClient(
-            base_url=self.url, headers={"Authorization": f"Bearer {issued.token}"}, timeout=30
-        )
-        owner = Owner(user, issued.token, api)
+        owner = Owner(user, issued.token, self.dashboard_client(issued.token))
         self.owners.append(owner)
         return owner
 
