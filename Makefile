@@ -1,7 +1,7 @@
 # hookbay: `make run` (the whole stack with demo data) and `make test` (everything, against real services).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help install infra-up infra-down infra-status run test test-infra-up test-infra-down lint format bench clean web api-client browser
+.PHONY: help install infra-up infra-down infra-status run test test-infra-up test-infra-down lint format bench clean web api-client browser screenshots
 
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 UV_VERSION := 0.13.8
@@ -32,6 +32,7 @@ help:
 	@echo "make lint       ruff + mypy (strict) + biome + tsc + the OpenAPI client drift check"
 	@echo "make web        build the dashboard SPA (cached: rebuilt only when its sources change)"
 	@echo "make api-client regenerate the SPA's typed API client from the API's OpenAPI"
+	@echo "make screenshots  every dashboard screen, light and dark, into docs/screenshots/"
 	@echo "make bench      benchmarks; figures go to docs/benchmarks.md"
 	@echo "make infra-up / infra-down / infra-status   only the local Kafka, FerretDB and Redis"
 
@@ -109,6 +110,15 @@ test: install lint web browser
 	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
 	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \
 	  $(UV) run --frozen pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || status=$$?; \
+	  $(TEST_ENV) $(INFRA) down; exit $$status
+
+# the accessibility browser test, saving what it checks: docs/screenshots/<screen>-<theme>.png
+screenshots: install web browser
+	@$(TEST_ENV) $(INFRA) up
+	@status=0; $(TEST_ENV) HOOKBAY_SCREENSHOTS=1 HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
+	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
+	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \
+	  $(UV) run --frozen pytest -p no:xdist tests/browser/test_accessibility.py || status=$$?; \
 	  $(TEST_ENV) $(INFRA) down; exit $$status
 
 bench: install web
