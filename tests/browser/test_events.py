@@ -144,3 +144,24 @@ class TestReplay:
         await page.reload()
         await expect(page.get_by_text("Done: 3 events queued for delivery again.")).to_be_visible()
         assert len(await stack.receiver.wait_for(url, 6)) == 6
+
+
+class TestLiveStatus:
+    async def test_a_pending_row_turns_into_its_final_status_in_place(
+        self, stack: Stack, session: Session
+    ) -> None:
+        gate = asyncio.Event()
+        hook = await stack.webhook(
+            owner := await stack.owner(), forward_url=stack.receiver.url(Reply(gate=gate))
+        )
+        request_id = await stack.send(hook, b'{"slow": true}')
+        await stack.event(request_id, status="pending")
+        page = session.page
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+        row = page.get_by_role("link", name=re.compile(request_id))
+        await expect(row).to_contain_text("Pending")
+
+        gate.set()
+
+        await expect(row).to_contain_text("Success")
+        assert page.url.endswith(f"/webhooks/{hook['name']}/events")  # no reload, no navigation

@@ -7,11 +7,13 @@ import asyncio
 import json
 import os
 import re
+from pathlib import Path
 
 from playwright.async_api import expect
 
 from hookbay_common.db import SessionRepository
-from tests.browser.conftest import Session, Stack
+from tests.browser.conftest import PASSWORD, Session, Stack
+from tests.support.processes import service_process
 
 
 class TestWebhooks:
@@ -237,7 +239,7 @@ class TestSession:
 
         await expect(page).to_have_url(re.compile(r"/login\?redirect="))
         await page.get_by_label("Username").fill(owner.username)
-        await page.get_by_label("Password").fill("correct horse battery staple")
+        await page.get_by_label("Password").fill(PASSWORD)
         await page.get_by_role("button", name="Sign in").click()
         await expect(page).to_have_url(f"{stack.url}/webhooks/{hook['name']}/events")
 
@@ -264,3 +266,27 @@ class TestSession:
         assert csrf not in storage
         assert cookies[0]["value"] not in storage
         assert "hookbay_session" not in await page.evaluate("document.cookie")
+
+
+class TestUnreachableApi:
+    async def test_the_banner_says_so_when_the_api_goes_away(
+        self, stack: Stack, session: Session, env: dict[str, str], tmp_path: Path
+    ) -> None:
+        """A dashboard process of this test's own, killed under the open page."""
+        owner = await stack.owner()
+        penv = {**env, "HOOKBAY_COOKIE_SECURE": "false", "HOOKBAY_KAFKA_NAMESPACE": "ui.gone"}
+        async with service_process("dashboard", penv, tmp_path / "dashboard.log") as dashboard:
+            page = session.page
+            await page.goto(f"{dashboard.base}/login")
+            await page.get_by_label("Username").fill(owner.username)
+            await page.get_by_label("Password").fill(PASSWORD)
+            await page.get_by_role("button", name="Sign in").click()
+            await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+            banner = page.get_by_role("alert").filter(has_text="API unreachable")
+            await expect(banner).to_have_count(0)
+
+            dashboard.kill()
+            await dashboard.wait()
+            await page.get_by_role("link", name="API tokens").click()
+
+            await expect(banner).to_be_visible()
