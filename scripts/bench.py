@@ -12,7 +12,8 @@ database (``hookbay_bench``), then, one server at a time:
   saturation with wrk ``-t1 -c32 -d10s``.
 
 Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section), the
-configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``) and the
+configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
+budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium) and the
 dashboard benchmark (``scripts/bench_dashboard.py``, its own section: event lists with 100k and
 1M events stored, export throughput; about 20 minutes, most of it loading 1M events).
 ``--dashboard-events 100000`` (or ``BENCH_DASHBOARD_EVENTS``) sizes it, ``--skip-dashboard`` (or
@@ -567,6 +568,7 @@ def run(dashboard: list[str] | None, retention: list[str] | None) -> int:
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
     status = run_forwarder_bench()
     status = run_script("bench_config.py", [], timeout=600) or status
+    status = run_script("bench_spa.py", [], timeout=1800) or status
     if dashboard is not None:
         status = run_script("bench_dashboard.py", dashboard, timeout=3600) or status
     if retention is not None:

@@ -233,9 +233,11 @@ class TestSession:
         page = session.page
         await session.login(owner, "/")
         await page.get_by_role("link", name="Webhooks").click()
+        link = page.get_by_role("link", name=hook["name"], exact=True)
+        await expect(link).to_be_visible()
         await SessionRepository(stack.db).delete_for_owner(owner.username)
 
-        await page.get_by_role("link", name=hook["name"], exact=True).click()
+        await link.click()
 
         await expect(page).to_have_url(re.compile(r"/login\?redirect="))
         await page.get_by_label("Username").fill(owner.username)
@@ -290,3 +292,30 @@ class TestUnreachableApi:
             await page.get_by_role("link", name="API tokens").click()
 
             await expect(banner).to_be_visible()
+
+
+class TestLoginThrottling:
+    async def test_429_says_when_to_try_again(
+        self, stack: Stack, session: Session, env: dict[str, str], tmp_path: Path
+    ) -> None:
+        """A dashboard process of this test's own that allows 2 logins a minute per user."""
+        owner = await stack.owner()
+        penv = {
+            **env, "HOOKBAY_COOKIE_SECURE": "false", "HOOKBAY_KAFKA_NAMESPACE": "ui.throttle",
+            "HOOKBAY_LOGIN_LIMIT_PER_USER": "2",
+            "HOOKBAY_REDIS_KEY_PREFIX": f"hookbay:ui-throttle:{owner.username}:",
+        }  # fmt: skip
+        async with service_process("dashboard", penv, tmp_path / "dashboard.log") as dashboard:
+            page = session.page
+            await page.goto(f"{dashboard.base}/login")
+            await page.get_by_label("Username").fill(owner.username)
+            await page.get_by_label("Password").fill("not the password")
+            alert = page.get_by_role("alert")
+            for _ in range(2):
+                await page.get_by_role("button", name="Sign in").click()
+                await expect(alert).to_have_text("Wrong username or password.")
+                await page.get_by_label("Password").fill("still not the password")
+            await page.get_by_role("button", name="Sign in").click()
+            await expect(alert).to_have_text(
+                re.compile(r"^Too many attempts: try again in \d+ s\.$")
+            )

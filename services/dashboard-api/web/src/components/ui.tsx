@@ -232,3 +232,33 @@ export function Field({
 
 export const inputClass =
   "rounded border border-line bg-bg px-2 py-1.5 text-fg placeholder:text-muted aria-[invalid=true]:border-bad";
+
+/** A secret value shown this once (a generated webhook secret, a new API token), with copy. */
+export function ShownOnce({
+  value,
+  title,
+  what,
+  note,
+  onClose,
+}: {
+  value: string | null;
+  title: string;
+  what: string;
+  note: string;
+  onClose: () => void;
+}) {
+  return (
+    <Modal open={value !== null} title={title} onClose={onClose}>
+      <p className="mb-2 text-sm">
+        <strong>Shown this once.</strong> {note}
+      </p>
+      <code className="block break-all rounded border border-line bg-bg p-2 font-mono">
+        {value}
+      </code>
+      <div className="mt-4 flex justify-end gap-2">
+        {value && <CopyButton text={value} what={what} />}
+        <Button onClick={onClose}>Done</Button>
+      </div>
+    </Modal>
+  );
+}

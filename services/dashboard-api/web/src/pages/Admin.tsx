@@ -2,16 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ApiError, api, call } from "../api/client";
 import type { AdminUser } from "../api/types";
-import {
-  Button,
-  CopyButton,
-  ErrorText,
-  Field,
-  inputClass,
-  Loading,
-  Modal,
-  Time,
-} from "../components/ui";
+import { Button, ErrorText, Field, inputClass, Loading, ShownOnce, Time } from "../components/ui";
 import { announce } from "../lib/announce";
 import { Forbidden } from "./Errors";
 
@@ -191,18 +182,13 @@ export function Admin() {
           </tbody>
         </table>
       )}
-      <Modal open={token !== null} title="The new user's API token" onClose={() => setToken(null)}>
-        <p className="mb-2 text-sm">
-          <strong>Shown this once.</strong> Hand it to the user.
-        </p>
-        <code className="block break-all rounded border border-line bg-bg p-2 font-mono">
-          {token}
-        </code>
-        <div className="mt-4 flex justify-end gap-2">
-          {token && <CopyButton text={token} what="token" />}
-          <Button onClick={() => setToken(null)}>Done</Button>
-        </div>
-      </Modal>
+      <ShownOnce
+        value={token}
+        title="The new user's API token"
+        what="token"
+        note="Hand it to the user."
+        onClose={() => setToken(null)}
+      />
     </div>
   );
 }

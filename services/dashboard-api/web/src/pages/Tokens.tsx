@@ -5,13 +5,12 @@ import type { Token } from "../api/types";
 import {
   Button,
   Confirm,
-  CopyButton,
   Empty,
   ErrorText,
   Field,
   inputClass,
   Loading,
-  Modal,
+  ShownOnce,
   Time,
 } from "../components/ui";
 import { announce } from "../lib/announce";
@@ -109,18 +108,13 @@ export function Tokens() {
           </tbody>
         </table>
       )}
-      <Modal open={issued !== null} title="New API token" onClose={() => setIssued(null)}>
-        <p className="mb-2 text-sm">
-          <strong>Shown this once.</strong> hookbay stores only its hash: copy it now.
-        </p>
-        <code className="block break-all rounded border border-line bg-bg p-2 font-mono">
-          {issued}
-        </code>
-        <div className="mt-4 flex justify-end gap-2">
-          {issued && <CopyButton text={issued} what="token" />}
-          <Button onClick={() => setIssued(null)}>Done</Button>
-        </div>
-      </Modal>
+      <ShownOnce
+        value={issued}
+        title="New API token"
+        what="token"
+        note="hookbay stores only its hash: copy it now."
+        onClose={() => setIssued(null)}
+      />
       <Confirm
         open={revoking !== null}
         title={`Revoke ${revoking?.name}?`}

@@ -13,7 +13,7 @@ import {
   Field,
   inputClass,
   Loading,
-  Modal,
+  ShownOnce,
 } from "../components/ui";
 import { announce } from "../lib/announce";
 import { sampleCurl } from "../lib/format";
@@ -31,19 +31,13 @@ export function nameProblem(name: string): string | null {
 
 function SecretShown({ secret, onClose }: { secret: string | null; onClose: () => void }) {
   return (
-    <Modal open={secret !== null} title="Signing secret" onClose={onClose}>
-      <p className="mb-2 text-sm">
-        <strong>Shown this once.</strong> Store it now: hookbay keeps it encrypted and never shows
-        it again.
-      </p>
-      <code className="block break-all rounded border border-line bg-bg p-2 font-mono">
-        {secret}
-      </code>
-      <div className="mt-4 flex justify-end gap-2">
-        {secret && <CopyButton text={secret} what="secret" />}
-        <Button onClick={onClose}>Done</Button>
-      </div>
-    </Modal>
+    <ShownOnce
+      value={secret}
+      title="Signing secret"
+      what="secret"
+      note="Store it now: hookbay keeps it encrypted and never shows it again."
+      onClose={onClose}
+    />
   );
 }
 
