@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import re
+from pathlib import Path
 
 from playwright.async_api import expect
 
@@ -165,3 +167,28 @@ class TestLiveStatus:
 
         await expect(row).to_contain_text("Success")
         assert page.url.endswith(f"/webhooks/{hook['name']}/events")  # no reload, no navigation
+
+
+class TestExport:
+    async def test_the_list_and_the_detail_export_as_json_downloads(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        ids = [await stack.send(hook, b'{"n": %d}' % n) for n in range(2)]
+        events = [await stack.event(request_id) for request_id in ids]
+        page = session.page
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+
+        async with page.expect_download() as listed:
+            await page.get_by_role("link", name="Export JSON").click()
+        exported = json.loads(Path(await (await listed.value).path()).read_text())
+        await page.goto(f"/events/{events[0].id}")
+        async with page.expect_download() as single:
+            await page.get_by_role("link", name="Export JSON").click()
+        download = await single.value
+        detail = json.loads(Path(await download.path()).read_text())
+
+        assert [e["request_id"] for e in exported] == ids  # oldest first
+        assert download.suggested_filename == f"{events[0].id}.json"
+        assert (detail["request_id"], detail["request_body"]) == (ids[0], '{"n": 0}')
