@@ -192,3 +192,43 @@ class TestExport:
         assert [e["request_id"] for e in exported] == ids  # oldest first
         assert download.suggested_filename == f"{events[0].id}.json"
         assert (detail["request_id"], detail["request_body"]) == (ids[0], '{"n": 0}')
+
+
+class TestUrlState:
+    async def test_tab_search_and_selection_survive_a_reload_and_a_new_tab(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        secret = "url-state-test-secret"
+        hook = await stack.webhook(owner, secret=secret)
+        good = await stack.send(hook, b'{"ok": 1}', secret=secret)
+        bad = await stack.send(hook, b'{"ok": 0}', secret="wrong-secret", status=401)
+        await stack.event(good)
+        await stack.event(bad, status="failed")
+        page = session.page
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+        rows = page.get_by_role("list", name=f"Events of {hook['name']}").get_by_role("link")
+        await expect(rows).to_have_count(2)
+
+        await page.get_by_role("tab", name="Failed").click()
+        await expect(rows).to_have_count(1)
+        await page.keyboard.press("j")
+        await expect(page).to_have_url(
+            re.compile(r"status=failed.*sel=evt_|sel=evt_.*status=failed")
+        )
+        copy = await session.context.new_page()
+        await copy.goto(page.url)
+
+        for shown in (page, copy):
+            if shown is page:
+                await page.reload()
+            tab = shown.get_by_role("tab", name="Failed")
+            await expect(tab).to_have_attribute("aria-selected", "true")
+            listed = shown.get_by_role("list", name=f"Events of {hook['name']}")
+            await expect(listed.get_by_role("link")).to_have_count(1)
+            await expect(listed.get_by_role("link", name=re.compile(bad))).to_have_attribute(
+                "aria-current", "true"
+            )
+        await page.get_by_label("Request ID").fill(good)
+        await page.get_by_role("button", name="Search").click()
+        await expect(page).to_have_url(re.compile(f"q={good}"))

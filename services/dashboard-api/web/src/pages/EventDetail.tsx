@@ -294,6 +294,15 @@ function Attempts({ attempts }: { attempts: Attempt[] }) {
   );
 }
 
+/** The replay asked for (after `before` attempts) has its final attempt, and the event's
+ * status (recorded apart from the attempts) has caught up with it. */
+function replaySettled(data: Detail, before: number): boolean {
+  const last = data.attempts.at(-1);
+  if (data.attempts.length <= before || !last || last.will_retry) return false;
+  const delivered = last.status_code !== null && last.status_code >= 200 && last.status_code < 300;
+  return data.status === (delivered ? "success" : "failed");
+}
+
 export function EventDetail() {
   const { eventId } = route.useParams();
   const search = route.useSearch();
@@ -312,11 +321,16 @@ export function EventDetail() {
   const [replayError, setReplayError] = useState<unknown>(null);
   const data = detail.data;
   useEffect(() => {
-    if (data && awaiting !== null && data.attempts.length > awaiting) {
+    if (data && awaiting !== null && replaySettled(data, awaiting)) {
       setAwaiting(null);
-      announce("Replay attempt recorded");
+      announce(`Replay ${data.status === "success" ? "delivered" : "failed"}`);
     }
   }, [data, awaiting]);
+  useEffect(() => {
+    if (awaiting === null) return;
+    const giveUp = setTimeout(() => setAwaiting(null), 60_000); // never poll for ever
+    return () => clearTimeout(giveUp);
+  }, [awaiting]);
   const url = hooks.data?.find((h) => h.id === data?.webhook_id)?.url;
   const curl =
     data && url

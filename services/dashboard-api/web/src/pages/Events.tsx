@@ -109,6 +109,7 @@ export function Events() {
   const searchBox = useRef<HTMLInputElement>(null);
   const scroller = useRef<HTMLDivElement>(null);
   const [q, setQ] = useState(filter.q ?? "");
+  const statusPushed = useRef(false);
 
   const counts = useQuery(countsQuery(name, filter.since, filter.until));
   const pages = useInfiniteQuery({
@@ -124,8 +125,10 @@ export function Events() {
         limit: "100",
       }),
     getNextPageParam: (last) => last.next_cursor,
-    // while rows are pending and the stream sends no status changes, look again
+    // while rows are pending and the stream has sent no status change yet (an API without
+    // `event: status` messages), look again
     refetchInterval: (query) =>
+      !statusPushed.current &&
       query.state.data?.pages.some((p) => p.items.some((e) => e.status === "pending"))
         ? 3000
         : false,
@@ -168,9 +171,10 @@ export function Events() {
       setFresh((list) => (list.some((e) => e.id === event.id) ? list : [event, ...list]));
       announce(`New event ${event.request_id}, ${event.status}`);
     });
-    source.addEventListener("status", (message) =>
-      patch(JSON.parse((message as MessageEvent).data) as EventSummary),
-    );
+    source.addEventListener("status", (message) => {
+      statusPushed.current = true;
+      patch(JSON.parse((message as MessageEvent).data) as EventSummary);
+    });
     return () => source.close();
   }, [name, client]);
 
