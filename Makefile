@@ -1,7 +1,8 @@
 # hookbay: `make run` (the whole stack with demo data) and `make test` (everything, against real services).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help install infra-up infra-down infra-status run test test-infra-up test-infra-down lint format bench clean web api-client browser screenshots
+.PHONY: help install infra-up infra-down infra-status run test test-infra-up test-infra-down lint format bench clean \
+        deploy-check deploy-check-apiserver images compose-check web api-client browser screenshots
 
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 UV_VERSION := 0.13.8
@@ -35,6 +36,10 @@ help:
 	@echo "make screenshots  every dashboard screen, light and dark, into docs/screenshots/"
 	@echo "make bench      benchmarks; figures go to docs/benchmarks.md"
 	@echo "make infra-up / infra-down / infra-status   only the local Kafka, FerretDB and Redis"
+	@echo "make deploy-check   verify the Helm chart offline (lint, schemas, unit tests, promtool, kube-score)"
+	@echo "make deploy-check-apiserver   install the chart into a real kube-apiserver (built once, ~15 min)"
+	@echo "make images         build every image locally (Debian base by debootstrap; cached)"
+	@echo "make compose-check  run the compose stack end to end, then leave the host as it was"
 
 $(UV):
 	@mkdir -p .cache/tools
@@ -127,3 +132,18 @@ bench: install web
 
 clean: infra-down
 	rm -rf .venv .cache/run .cache/test-run
+
+# --- deployables (issue 17): tools, images and engine state under .cache/ (deploy/check, deploy/docker)
+deploy-check: .venv/.synced
+	@deploy/check/run.sh
+
+deploy-check-apiserver: deploy-check
+	@deploy/check/apiserver.sh
+
+images: $(UV) web  # web: the dashboard image serves the built SPA (package data of its wheel)
+	@deploy/docker/engine.sh install
+	@deploy/docker/with-engine.sh deploy/docker/images.sh
+
+compose-check: $(UV)
+	@deploy/docker/engine.sh install
+	@deploy/docker/compose-check.sh

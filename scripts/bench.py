@@ -14,14 +14,10 @@ database (``hookbay_bench``), then, one server at a time:
 Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section), the
 configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
 budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium) and the
-dashboard benchmark (``scripts/bench_dashboard.py``, its own section: event lists with 100k and
-1M events stored, export throughput; about 20 minutes, most of it loading 1M events).
-``--dashboard-events 100000`` (or ``BENCH_DASHBOARD_EVENTS``) sizes it, ``--skip-dashboard`` (or
-``BENCH_DASHBOARD_EVENTS=0``) leaves it out; ``--dashboard-budget`` (``BENCH_DASHBOARD_BUDGET``)
-sets its seconds of timed calls per query. Last comes the retention benchmark
-(``scripts/bench_retention.py``, its own section: 1M events, half expired, pruned in one timed
-run of at most ``--retention-budget`` seconds, 300 by default; ``--retention-events`` /
-``BENCH_RETENTION_EVENTS``, 0 leaves it out).
+event-store benchmark (``scripts/bench_store.py``, its own section: lists, look-ups, counts,
+overview, recorder throughput, export, live-tail reads and retention with 10k, 100k and 1M events
+stored, written through the recorder's own calls; about an hour, most of it storing 1M events).
+``--store-events 10000,100000`` (or ``BENCH_STORE_EVENTS``) sizes it, ``0`` leaves it out.
 
 The generated part of the doc sits between the ``bench:ingest`` markers; text outside them
 (notes, profiling) is kept. Every process started here is stopped in ``finally``.
@@ -493,7 +489,7 @@ def server(
         procs.stop(proc)
 
 
-def run(dashboard: list[str] | None, retention: list[str] | None) -> int:
+def run(store: list[str] | None) -> int:
     if shutil.which("wrk") is None:
         print("bench: wrk not found (apt-get install -y wrk)", file=sys.stderr)
         return 2
@@ -569,10 +565,8 @@ def run(dashboard: list[str] | None, retention: list[str] | None) -> int:
     status = run_forwarder_bench()
     status = run_script("bench_config.py", [], timeout=600) or status
     status = run_script("bench_spa.py", [], timeout=1800) or status
-    if dashboard is not None:
-        status = run_script("bench_dashboard.py", dashboard, timeout=3600) or status
-    if retention is not None:
-        status = run_script("bench_retention.py", retention, timeout=3600) or status
+    if store is not None:
+        status = run_script("bench_store.py", store, timeout=4 * 3600) or status
     return status
 
 
@@ -601,51 +595,21 @@ def main() -> None:
         "--load", nargs=2, type=int, metavar=("PORT", "RATE"), help="internal: open-loop client"
     )
     parser.add_argument(
-        "--dashboard-events",
-        default=os.environ.get("BENCH_DASHBOARD_EVENTS", "100000,1000000"),
+        "--store-events",
+        default=os.environ.get("BENCH_STORE_EVENTS", "10000,100000,1000000"),
         metavar="N[,N...]",
-        help="stored-event counts for the dashboard benchmark; 0 skips it"
-        " (env BENCH_DASHBOARD_EVENTS; default 100000,1000000)",
-    )
-    parser.add_argument(
-        "--dashboard-budget",
-        default=os.environ.get("BENCH_DASHBOARD_BUDGET", "30"),
-        metavar="SECONDS",
-        help="dashboard benchmark: seconds of timed calls per query (env BENCH_DASHBOARD_BUDGET)",
-    )
-    parser.add_argument(
-        "--skip-dashboard", action="store_true", help="leave out the dashboard benchmark"
-    )
-    parser.add_argument(
-        "--retention-events",
-        default=os.environ.get("BENCH_RETENTION_EVENTS", "1000000"),
-        metavar="N",
-        help="events stored (half expired) for the retention benchmark; 0 skips it"
-        " (env BENCH_RETENTION_EVENTS)",
-    )
-    parser.add_argument(
-        "--retention-budget",
-        default=os.environ.get("BENCH_RETENTION_BUDGET", "300"),
-        metavar="SECONDS",
-        help="retention benchmark: the longest the timed run may take; a slower run is stopped"
-        " there and its rate taken from what it deleted (env BENCH_RETENTION_BUDGET)",
+        help="stored-event counts for the event-store benchmark; 0 skips it"
+        " (env BENCH_STORE_EVENTS; default 10000,100000,1000000)",
     )
     args = parser.parse_args()
     if args.load:
         load_main(args.load[0], args.load[1], WARMUP_S, DURATION_S)
         return
-    dashboard = None
-    if not args.skip_dashboard and args.dashboard_events.strip() not in ("", "0"):
-        # servers: its own HOOKBAY_BENCH_* variables, inherited (defaults: `make infra-up`'s)
-        dashboard = ["--events", args.dashboard_events, "--budget", args.dashboard_budget]
-    retention = None
-    if args.retention_events.strip() not in ("", "0"):
-        mongo = os.environ.get("HOOKBAY_BENCH_MONGO", "mongodb://127.0.0.1:27017")
-        retention = [
-            "--events", args.retention_events, "--budget", args.retention_budget,
-            "--mongo-url", f"{mongo.rstrip('/')}/hookbay_bench_retention",
-        ]  # fmt: skip
-    sys.exit(run(dashboard, retention))
+    store = None
+    if args.store_events.strip() not in ("", "0"):
+        # servers: its own HOOKBAY_BENCH_MONGO, inherited (default: `make infra-up`'s)
+        store = ["--events", args.store_events]
+    sys.exit(run(store))
 
 
 if __name__ == "__main__":

@@ -18,10 +18,10 @@ from aiokafka.structs import RecordMetadata
 from prometheus_client.parser import text_string_to_metric_families
 
 from hookbay_common.db import Collections, Database
-from hookbay_common.db.events import event_from_document
+from hookbay_common.db.events import EventRepository
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import ensure_configured_topics
-from hookbay_common.models import Attempt, Event
+from hookbay_common.models import Attempt, Event, EventStatus
 from hookbay_common.wire import decode_attempt, encode_attempt, encode_event
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_attempt, create_event, unique_name
@@ -203,12 +203,24 @@ class TestRecorderKilled:
             )  # fmt: skip
             assert not second.exited
 
-        docs = [event_from_document(doc) async for doc in collection.find(recorded)]
+        repository = EventRepository(db)
+        docs = [event async for event, _ in repository.stream_for_webhook(webhook_id)]
         assert len(docs) == EVENT_COUNT
         assert {e.id: e.body for e in docs} == {e.id: e.body for e in events}  # byte-exact
         assert {e.id: e.request_id for e in docs} == {e.id: e.request_id for e in events}
         statuses = {e.id: e.status.value for e in docs}
         assert statuses == {e.id: "success" if e.id in answered else "pending" for e in events}
+        # the page summaries are recounted right after each batch's writes: exact after the
+        # kill too, a moment after the statuses themselves
+        expected_counts = {
+            EventStatus.SUCCESS: len(answered), EventStatus.PENDING: EVENT_COUNT - len(answered),
+            EventStatus.FAILED: 0,
+        }  # fmt: skip
+
+        async def counted() -> bool:
+            return await repository.counts(webhook_id) == expected_counts
+
+        await until(counted, 30, what="page summaries equal to the stored statuses")
 
 
 class TestForwarderSigterm:

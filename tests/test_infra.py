@@ -94,30 +94,40 @@ class TestEmbeddedStoreIndexes:
             try:
                 db.events.insert_one({"_id": "evt_1", "request_id": "req_1"})
                 db.attempts.insert_one({"_id": "att_1", "event_id": "evt_1"})
+                db.event_pages.insert_one({"_id": "wh_1:0", "webhook_id": "wh_1"})
                 expected = {
-                    "events.id", "events.request_id", "events.username", "events.webhook_id",
+                    "events.id", "events.request_id", "events.username", "events.webhook_id_page",
                     "attempts.id", "attempts.event_id", "attempts.username",
+                    "attempts.webhook_id_event_page", "event_pages.id", "event_pages.username",
+                    "event_pages.webhook_id",
                 }  # fmt: skip
                 assert self.gin_indexes(name) == expected
                 db.events.drop()
                 db.events.insert_one({"_id": "evt_2", "request_id": "req_2"})
                 assert self.gin_indexes(name) == expected
 
-                def scans() -> int:
+                def scans(index: str) -> int:
                     return int(
                         psql(
                             "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"  # noqa: S608
                             f" WHERE schemaname = '{name}' AND indexrelname LIKE"
-                            " 'events\\_%\\_gin\\_request\\_id'"
+                            f" 'events\\_%\\_gin\\_{index}'"
                         )
                     )
 
-                before = scans()
-                assert db.events.find_one({"request_id": "req_2"}) is not None
-                deadline = time.monotonic() + 10  # statistics reach the view asynchronously
-                while scans() == before:
-                    assert time.monotonic() < deadline, "the look-up did not use the GIN index"
-                    time.sleep(0.1)
+                db.events.insert_one(
+                    {"_id": "evt_3", "request_id": "r3", "webhook_id": "w", "page": 4}
+                )
+                for index, query in [
+                    ("request\\_id", {"request_id": "req_2"}),
+                    ("webhook\\_id\\_page", {"webhook_id": "w", "page": 4}),  # a list page
+                ]:
+                    before = scans(index)
+                    assert db.events.find_one(query) is not None
+                    deadline = time.monotonic() + 10  # statistics reach the view asynchronously
+                    while scans(index) == before:
+                        assert time.monotonic() < deadline, f"{query} did not use the GIN index"
+                        time.sleep(0.1)
             finally:
                 client.drop_database(name)
 

@@ -271,7 +271,7 @@ async def _recorded(it: Intake, accepted: list[dict[str, Any]]) -> None:
             if not bodies.keys() <= stored.get(index, {}).keys():
                 stored[index] = {
                     event.request_id: event.body
-                    async for event in it.events.stream_for_webhook(webhook_id)
+                    async for event, _ in it.events.stream_for_webhook(webhook_id)
                 }
                 if not bodies.keys() <= stored[index].keys():
                     return False

@@ -232,3 +232,33 @@ class TestUrlState:
         await page.get_by_label("Request ID").fill(good)
         await page.get_by_role("button", name="Search").click()
         await expect(page).to_have_url(re.compile(f"q={good}"))
+
+
+class TestFilters:
+    async def test_tabs_count_and_the_date_range_filters_the_list(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        secret = "filters-test-secret"
+        hook = await stack.webhook(owner, secret=secret)
+        good = await stack.send(hook, b'{"ok": 1}', secret=secret)
+        bad = await stack.send(hook, b'{"ok": 0}', secret="wrong-secret", status=401)
+        await stack.event(good)
+        await stack.event(bad, status="failed")
+        page = session.page
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+        rows = page.get_by_role("list", name=f"Events of {hook['name']}").get_by_role("link")
+        await expect(rows).to_have_count(2)
+        await expect(page.get_by_role("tab", name="All (2)")).to_be_visible()
+        await expect(page.get_by_role("tab", name="Success (1)")).to_be_visible()
+        await expect(page.get_by_role("tab", name="Failed (1)")).to_be_visible()
+
+        await page.get_by_label("From (local time)").fill("2099-01-01T00:00")
+
+        await expect(page).to_have_url(re.compile(r"since=2099-01-01"))
+        await expect(page.get_by_text("No events match.")).to_be_visible()
+        await expect(page.get_by_role("tab", name="All (0)")).to_be_visible()
+        await page.get_by_role("button", name="Clear filters").click()
+        await expect(rows).to_have_count(2)
+        await page.get_by_label("Until (local time)").fill("2000-01-01T00:00")
+        await expect(page.get_by_text("No events match.")).to_be_visible()

@@ -12,13 +12,17 @@
 -- missing: a re-run takes no lock on any table).
 --
 -- FerretDB names a collection's table `<collection>_<8 hex digits>` in the schema named after the
--- database; the fields per collection are the ones hookbay filters on by equality.
+-- database; the fields per collection are the ones hookbay filters on by equality. Index names are
+-- `<table>_gin_<fields>`; the indexes of an earlier list stay (harmless, dropped with the table).
 
 CREATE OR REPLACE FUNCTION hookbay_gin_fields(collection text) RETURNS text[]
 LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE collection
-    WHEN 'events' THEN ARRAY['_id', 'request_id', 'username', 'webhook_id']
-    WHEN 'attempts' THEN ARRAY['_id', 'event_id', 'username']
+    WHEN 'events' THEN ARRAY['_id', 'request_id', 'username', 'webhook_id+page']
+    WHEN 'event_bodies' THEN ARRAY['_id', 'username', 'webhook_id+page']
+    WHEN 'event_pages' THEN ARRAY['_id', 'username', 'webhook_id']
+    WHEN 'event_counters' THEN ARRAY['_id', 'username']
+    WHEN 'attempts' THEN ARRAY['_id', 'event_id', 'username', 'webhook_id+event_page']
     WHEN 'sessions' THEN ARRAY['_id', 'username']
     WHEN 'api_tokens' THEN ARRAY['_id', 'token_hash', 'username']
     WHEN 'webhooks' THEN ARRAY['_id', 'username']
@@ -32,18 +36,19 @@ DECLARE
   collection text := substring(table_name FROM '^(.+)_[0-9a-f]{8}$');
   field text;
   index_name text;
+  columns text;
 BEGIN
   IF collection IS NULL OR table_name LIKE '\_ferretdb%' THEN
     RETURN;
   END IF;
   FOREACH field IN ARRAY hookbay_gin_fields(collection) LOOP
-    index_name := table_name || '_gin_' || trim(LEADING '_' FROM field);
+    -- 'a+b' is one two-column index: a query on both reads one index (a page of a webhook)
+    index_name := table_name || '_gin_' || replace(trim(LEADING '_' FROM field), '+', '_');
+    SELECT string_agg(format('(_jsonb -> %L) jsonb_path_ops', part), ', ')
+      INTO columns FROM unnest(string_to_array(field, '+')) AS part;
     -- checked first: CREATE INDEX IF NOT EXISTS would still lock the table against writes
     IF to_regclass(format('%I.%I', schema_name, index_name)) IS NULL THEN
-      EXECUTE format(
-        'CREATE INDEX %I ON %I.%I USING gin ((_jsonb -> %L) jsonb_path_ops)',
-        index_name, schema_name, table_name, field
-      );
+      EXECUTE format('CREATE INDEX %I ON %I.%I USING gin (%s)', index_name, schema_name, table_name, columns);
     END IF;
   END LOOP;
 END

@@ -24,7 +24,12 @@ from hookbay_common.db import (
     migrate,
 )
 from hookbay_common.db.client import INDEXES
-from hookbay_common.db.events import event_to_document
+from hookbay_common.db.events import (
+    PAGE_SIZE,
+    attempt_to_document,
+    event_to_document,
+    migrate_event_layout,
+)
 from hookbay_common.errors import (
     TokenNotFound,
     UserAlreadyExists,
@@ -239,15 +244,15 @@ class TestEventRepository:
                 await events.set_status(event.id, EventStatus.FAILED)
         expected = sorted(made, key=lambda e: (e.created_at, e.id), reverse=True)
         first = await events.heads_for_webhook(webhook_id, limit=3)
-        assert [e.id for e in first] == [e.id for e in expected[:3]]
-        last = first[-1]
-        rest = await events.heads_for_webhook(
-            webhook_id, limit=10, after=EventCursor(last.created_at, last.id)
-        )
-        assert [e.id for e in rest] == [e.id for e in expected[3:]]
+        assert [e.id for e in first.heads] == [e.id for e in expected[:3]]
+        last = first.heads[-1]
+        assert first.after == EventCursor(0, last.created_at, last.id)
+        rest = await events.heads_for_webhook(webhook_id, limit=10, after=first.after)
+        assert [e.id for e in rest.heads] == [e.id for e in expected[3:]]
+        assert rest.after is None
         failed = await events.heads_for_webhook(webhook_id, status=EventStatus.FAILED)
-        assert [e.id for e in failed] == [e.id for e in expected if made.index(e) % 3 == 0]
-        assert await events.heads_for_webhook(new_id(IdPrefix.WEBHOOK)) == []
+        assert [e.id for e in failed.heads] == [e.id for e in expected if made.index(e) % 3 == 0]
+        assert (await events.heads_for_webhook(new_id(IdPrefix.WEBHOOK))).heads == []
 
     async def test_recent_for_webhook_oldest_first_since_without_stubs(self, db: Database) -> None:
         events = EventRepository(db)
@@ -378,3 +383,129 @@ class TestLockRepository:
                 assert await locks.renew(name, loser, lease_until=later) is False
             assert await locks.release(name, winner.holder, now=now)  # lapsed for the next round
         assert await db.locks.count_documents({"name": name}) == 2  # older generations retired
+
+
+class TestPagedLayout:
+    async def test_pages_are_counted_on_every_write(self, db: Database) -> None:
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [
+            create_event(webhook_id=webhook_id, forward_url="http://127.0.0.1:9/h")
+            for _ in range(PAGE_SIZE + 5)
+        ]
+        await events.upsert_many(made)
+        await events.upsert_many(made[:3])  # consumed again: nothing changes
+        await events.apply_attempts([create_attempt(made[0], status_code=200)])
+        await events.apply_attempts([create_attempt(made[-1], status_code=500)])
+        summaries = await events.summaries(webhook_id=webhook_id)
+        assert [(s.page, s.total) for s in summaries] == [(0, PAGE_SIZE), (1, 5)]
+        assert summaries[0].counts[EventStatus.SUCCESS] == 1
+        assert summaries[1].counts[EventStatus.FAILED] == 1
+        assert await events.counts(webhook_id) == {
+            EventStatus.PENDING: PAGE_SIZE + 3, EventStatus.SUCCESS: 1, EventStatus.FAILED: 1,
+        }  # fmt: skip
+        row = (await events.heads_for_webhook(webhook_id, limit=1)).heads[0]
+        assert (row.id, row.last_status_code, row.body_size) == (
+            made[-1].id, 500, len(made[-1].body),
+        )  # fmt: skip
+
+    async def test_a_counter_behind_its_pages_loses_nothing(self, db: Database) -> None:
+        """Two writers at once can leave the counter behind the pages in use (FerretDB runs
+        ``$inc`` as a read and a write): every event stays listed and exported."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE * 2 + 50)]
+        await events.upsert_many(made)
+        await db[Collections.EVENT_COUNTERS].update_one({"_id": webhook_id}, {"$set": {"seq": 50}})
+        more = [create_event(webhook_id=webhook_id) for _ in range(10)]
+        await events.upsert_many(more)  # takes numbers already given: page 0 grows
+        listed = await events.heads_for_webhook(webhook_id, limit=1000)
+        assert len(listed.heads) == len(made) + len(more)
+        exported = [e.id async for e, _ in events.stream_for_webhook(webhook_id)]
+        assert sorted(exported) == sorted(e.id for e in made + more)
+        assert sum((await events.counts(webhook_id)).values()) == len(made) + len(more)
+
+    async def test_a_page_walk_stops_at_its_budget_with_a_cursor(self, db: Database) -> None:
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        count = PAGE_SIZE * 3
+        await events.upsert_many([create_event(webhook_id=webhook_id) for _ in range(count)])
+        rare = create_event(webhook_id=webhook_id, forward_url=None, created_at=utcnow())
+        await events.upsert_many([rare])
+        # only the newest page holds a success: a walk of 2 pages answers it, then a cursor
+        seen, after, calls = [], None, 0
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("hookbay_common.db.events.MAX_PAGES_PER_LIST", 2)
+            while True:
+                found = await events.heads_for_webhook(
+                    webhook_id, status=EventStatus.SUCCESS, after=after
+                )
+                calls += 1
+                seen += [h.id for h in found.heads]
+                if found.after is None:
+                    break
+                after = found.after
+        assert seen == [rare.id]
+        assert calls == 2  # pages 3, 2, then 1, 0
+
+    async def test_the_date_range_bounds_lists_counts_and_exports(self, db: Database) -> None:
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow() - timedelta(days=3)
+        made = [
+            create_event(webhook_id=webhook_id, created_at=start + timedelta(minutes=i))
+            for i in range(PAGE_SIZE * 2 + 20)
+        ]
+        await events.upsert_many(made)
+        since, until = made[50].created_at, made[180].created_at
+        inside = [e for e in made if since <= e.created_at < until]
+        listed = await events.heads_for_webhook(webhook_id, since=since, until=until, limit=500)
+        assert [h.id for h in listed.heads] == [e.id for e in reversed(inside)]
+        counts = await events.counts(webhook_id, since=since, until=until)
+        assert sum(counts.values()) == len(inside)
+        exported = [
+            e.id async for e, _ in events.stream_for_webhook(webhook_id, since=since, until=until)
+        ]
+        assert exported == [e.id for e in inside]
+
+
+class TestLayoutMigration:
+    async def test_layout_1_events_upgrade_in_place(self, db: Database) -> None:
+        """Events stored as one document each (before pages) become heads, bodies and pages,
+        below the events recorded since; their attempts learn their pages; a second run
+        finds nothing to do."""
+        events, attempts = EventRepository(db), AttemptRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow() - timedelta(days=2)
+        old = [
+            create_event(
+                webhook_id=webhook_id, created_at=start + timedelta(seconds=i),
+                body=bytes([i % 256]) * 3, forward_url="http://127.0.0.1:9/h",
+            )
+            for i in range(130)
+        ]  # fmt: skip
+        old_attempts = [create_attempt(e, status_code=500) for e in old[:5]]
+        await db[Collections.EVENTS].insert_many([event_to_document(e) for e in old])
+        await db[Collections.ATTEMPTS].insert_many([attempt_to_document(a) for a in old_attempts])
+        new = create_event(webhook_id=webhook_id, forward_url=None)
+        await events.upsert_many([new])  # recorded by the upgraded recorder before the migration
+
+        assert await migrate_event_layout(db) == len(old)
+        assert await migrate_event_layout(db) == 0
+
+        listed = await events.heads_for_webhook(webhook_id, limit=500)
+        assert [h.id for h in listed.heads] == [new.id] + [e.id for e in reversed(old)]
+        assert await events.get(old[7].id) == old[7]
+        assert (
+            await db[Collections.EVENTS].count_documents({"request_body": {"$exists": True}}) == 0
+        )
+        counts = await events.counts(webhook_id)
+        assert counts[EventStatus.PENDING] == len(old)
+        expired = [
+            p async for p in events.expired_pages(old[0].username, start + timedelta(days=1))
+        ]
+        for page in expired:
+            await attempts.delete_page(page)
+            await events.delete_page(page)
+        assert await attempts.list_for_event(old[0].id) == []
+        assert [h.id for h in (await events.heads_for_webhook(webhook_id)).heads] == [new.id]

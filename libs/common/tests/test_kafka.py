@@ -9,8 +9,15 @@ import re
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import KafkaError
 
-from hookbay_common.kafka import create_consumer, create_producer, ensure_topics
+from hookbay_common.kafka import (
+    create_consumer,
+    create_producer,
+    ensure_configured_topics,
+    ensure_topics,
+)
+from hookbay_common.settings import Settings
 from hookbay_common.topics import MAX_MESSAGE_BYTES, Topics, TopicSpec, format_delay
 from hookbay_common.wire import decode_event, encode_event
 from tests.support.factories import create_event, unique_name
@@ -86,6 +93,17 @@ class TestEnsureTopics:
         specs = Topics(f"test.{unique_name()}").specs([1.0, 2.0])
         assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 7
         assert await ensure_topics(kafka_bootstrap, partitions=6, specs=specs) == []
+
+    async def test_configured_replication_factor_reaches_the_broker(
+        self, kafka_bootstrap: str
+    ) -> None:
+        settings = Settings(
+            kafka_bootstrap=kafka_bootstrap, kafka_namespace=f"test.{unique_name()}",
+            kafka_replication_factor=2, secret_key="k" * 32,
+        )  # fmt: skip
+        # the test cluster has one broker: a factor of 2 is refused (INVALID_REPLICATION_FACTOR)
+        with pytest.raises(KafkaError, match="error 38"):
+            await ensure_configured_topics(settings)
 
 
 class TestRoundTrip:

@@ -362,7 +362,11 @@ class TestMigrate:
         assert first["config_published"] == stored  # every user and webhook, to the change log
         assert ok_json(hookbay("migrate", "--json"))["topics_created"] == []
         assert "request_id" in raw_db.events.index_information()
-        assert hookbay("migrate").stdout.strip().startswith("indexes ok; topics created: none; ")
+        assert (
+            hookbay("migrate")
+            .stdout.strip()
+            .startswith("indexes ok; 0 events upgraded to the paged layout; topics created: none; ")
+        )
 
     def test_unreachable_kafka(self, hookbay: Invoke) -> None:
         fails(

@@ -17,7 +17,7 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from hookbay_common.clock import isoformat, utcnow
-from hookbay_common.db.events import EventCursor, event_to_document
+from hookbay_common.db.events import EventCursor
 from hookbay_common.errors import InvalidCursor
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
@@ -31,7 +31,8 @@ from tests.support.factories import create_attempt, create_event, create_webhook
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SUMMARY_FIELDS = {
     "id", "request_id", "webhook_id", "webhook_name", "created_at", "status",
-    "rejected_reason", "content_type", "client_ip", "signature_valid",
+    "rejected_reason", "content_type", "client_ip", "signature_valid", "body_size",
+    "last_status_code", "last_latency_ms", "last_error", "next_retry_at",
 }  # fmt: skip
 
 
@@ -94,12 +95,12 @@ class TestCursor:
     KEY = cursor_key("one secret key of at least thirty-two chars")
 
     def test_round_trip_is_exact_to_the_millisecond(self) -> None:
-        position = EventCursor(utcnow(), new_id(IdPrefix.EVENT))
-        token = encode_cursor(self.KEY, "wh_1", "all", position)
-        assert decode_cursor(self.KEY, token, "wh_1", "all") == position
+        for position in [EventCursor(7, utcnow(), new_id(IdPrefix.EVENT)), EventCursor(3)]:
+            token = encode_cursor(self.KEY, "wh_1", "all", position)
+            assert decode_cursor(self.KEY, token, "wh_1", "all") == position
 
     def test_another_key_or_list_is_refused(self) -> None:
-        token = encode_cursor(self.KEY, "wh_1", "all", EventCursor(utcnow(), "evt_1"))
+        token = encode_cursor(self.KEY, "wh_1", "all", EventCursor(0, utcnow(), "evt_1"))
         other_key = cursor_key("another secret key of thirty-two chars")
         for key, webhook_id, status in [
             (other_key, "wh_1", "all"), (self.KEY, "wh_2", "all"), (self.KEY, "wh_1", "failed"),
@@ -424,7 +425,7 @@ async def big_dashboard(
 
 class TestLargeExport:
     async def test_100k_events_stream_in_order(self, big_dashboard: tuple[Dashboard, Any]) -> None:
-        dashboard, raw_db = big_dashboard
+        dashboard, _ = big_dashboard
         owner = await dashboard.owner()
         hook = await hook_of(dashboard, owner)
         start = utcnow() - timedelta(days=1)
@@ -438,8 +439,8 @@ class TestLargeExport:
                     body=b"x", forward_url=None, status=EventStatus.SUCCESS,
                 )  # fmt: skip
                 expected.append(event.id)
-                docs.append(event_to_document(event))
-            await raw_db.events.insert_many(docs)
+                docs.append(event)
+            await dashboard.runtime.events.upsert_many(docs)
 
         received = 0
         order_ok = True

@@ -269,7 +269,7 @@ class TestBulkReplay:
         hook = await stack.webhook(owner, url)
         failed = await stack.store(hook, [EventStatus.FAILED] * 7)
         abandoned = a_job(
-            stack, hook, total=7, published=2, after_created_at=failed[1].created_at,
+            stack, hook, total=7, published=2, after_page=0, after_created_at=failed[1].created_at,
             after_id=failed[1].id,
         )  # fmt: skip
         await ReplayJobRepository(stack.db).create(abandoned)
@@ -410,16 +410,16 @@ class TestReplayJobRepository:
         )
         jobs = ReplayJobRepository(stack.db)
         seen: list[str] = []
-        after: Event | None = None
+        job = a_job(stack, hook, created_at=utcnow())
         while True:
-            page = await jobs.failed_page(
-                hook.id, before=utcnow(), limit=2,
-                after_created_at=after.created_at if after else None,
-                after_id=after.id if after else None,
-            )  # fmt: skip
-            if not page:
+            found = await jobs.failed_page(job, limit=2)
+            if not found:
                 break
-            seen += [e.id for e in page]
-            after = page[-1]
+            seen += [e.id for e, _ in found]
+            last = found[-1][1]
+            job = job.model_copy(
+                update={"after_page": last.page, "after_created_at": last.created_at,
+                        "after_id": last.event_id}
+            )  # fmt: skip
         assert seen == [e.id for e in expected]
         assert await jobs.count_failed(hook.id, before=utcnow()) == len(expected)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
 from hookbay_common.clock import isoformat, utcnow
 from hookbay_common.db import EventRepository, WebhookRepository
@@ -24,9 +25,9 @@ from hookbay_common.errors import WebhookNotFound
 from hookbay_common.models import Event, EventStatus
 from hookbay_common.secrets_box import SecretBox
 from hookbay_dashboard.tail import routes as tail_routes
-from hookbay_dashboard.tail.service import TailService
+from hookbay_dashboard.tail.service import TailKind, TailService
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
-from tests.support.factories import TEST_SECRET_KEY, create_event, create_webhook
+from tests.support.factories import TEST_SECRET_KEY, create_attempt, create_event, create_webhook
 from tests.support.processes import service_process
 from tests.support.waiting import until
 
@@ -129,7 +130,7 @@ class TestTailService:
         template = create_event(
             webhook_id=webhook.id, username=webhook.username, webhook_name=webhook.name
         )
-        return TailService(webhooks, events, poll_interval=POLL, batch=3), events, template
+        return TailService(webhooks, events, poll_interval=POLL), events, template
 
     async def test_emits_only_events_recorded_after_it_started(
         self, setup: tuple[TailService, EventRepository, Event]
@@ -138,17 +139,17 @@ class TestTailService:
         await events.upsert(_like(template))
         stream = await tail.follow(template.username, template.webhook_name)
         await events.upsert(template)
-        assert (await anext(stream)).id == template.id
+        assert (await anext(stream)).event.id == template.id
 
-    async def test_a_window_busier_than_a_batch_is_read_whole(
+    async def test_events_of_one_millisecond_all_arrive(
         self, setup: tuple[TailService, EventRepository, Event]
     ) -> None:
-        """Seven events in one millisecond, read by queries of three."""
+        """Seven events in one millisecond all arrive."""
         tail, events, template = setup
         stream = await tail.follow(template.username, template.webhook_name)
         made = [_like(template) for _ in range(7)]
         await events.upsert_many(made)
-        got = [await anext(stream) for _ in made]
+        got = [(await anext(stream)).event for _ in made]
         assert sorted(e.id for e in got) == sorted(e.id for e in made)
 
     async def test_an_event_recorded_later_than_the_lookback_is_not_emitted(
@@ -163,7 +164,7 @@ class TestTailService:
         await events.upsert(_like(template, created_at=utcnow() - timedelta(seconds=30)))
         fresh = _like(template, created_at=utcnow() - timedelta(seconds=2))
         await events.upsert(fresh)
-        assert (await anext(stream)).id == fresh.id
+        assert (await anext(stream)).event.id == fresh.id
 
     async def test_resumes_after_a_last_event_id(
         self, setup: tuple[TailService, EventRepository, Event]
@@ -174,7 +175,48 @@ class TestTailService:
         stream = await tail.follow(
             template.username, template.webhook_name, last_event_id=made[0].id
         )
-        assert [(await anext(stream)).id for _ in range(2)] == [made[1].id, made[2].id]
+        assert [(await anext(stream)).event.id for _ in range(2)] == [made[1].id, made[2].id]
+
+    async def test_status_changes_are_pushed_once(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        tail, events, template = setup
+        stream = await tail.follow(template.username, template.webhook_name)
+        pending = _like(template, forward_url="http://127.0.0.1:9/h", created_at=utcnow())
+        await events.upsert(pending)
+        first = await anext(stream)
+        assert (first.kind, first.event.status) == (TailKind.EVENT, EventStatus.PENDING)
+        await events.apply_attempts([create_attempt(pending, status_code=200, latency_ms=3.0)])
+        changed = await anext(stream)
+        assert (changed.kind, changed.event.id) == (TailKind.STATUS, pending.id)
+        assert (changed.event.status, changed.event.last_status_code) == (EventStatus.SUCCESS, 200)
+        later = _like(template, created_at=utcnow())
+        await events.upsert(later)
+        assert (await anext(stream)).event.id == later.id  # the status change came only once
+
+    async def test_tails_of_one_webhook_share_one_feed(
+        self, setup: tuple[TailService, EventRepository, Event], db: Database
+    ) -> None:
+        _, events, template = setup
+        registry = CollectorRegistry()
+        tail = TailService(
+            WebhookRepository(db, SecretBox(TEST_SECRET_KEY)), events, poll_interval=POLL,
+            registry=registry,
+        )  # fmt: skip
+
+        def gauge(name: str) -> float | None:
+            return registry.get_sample_value(name)
+
+        streams = [await tail.follow(template.username, template.webhook_name) for _ in range(20)]
+        made = _like(template, created_at=utcnow())
+        await events.upsert(made)
+        for stream in streams:
+            assert (await anext(stream)).event.id == made.id
+        assert (gauge("hookbay_dashboard_tail_feeds"), gauge("hookbay_dashboard_tails")) == (1, 20)
+        for stream in streams:
+            await stream.aclose()  # type: ignore[attr-defined]
+        assert gauge("hookbay_dashboard_tails") == 0
+        await until(lambda: gauge("hookbay_dashboard_tail_feeds") == 0)  # the feed stops
 
     async def test_unknown_webhook(self, setup: tuple[TailService, EventRepository, Event]) -> None:
         tail, _, template = setup
@@ -215,6 +257,11 @@ class TestStream:
             "content_type": "application/json",
             "client_ip": "203.0.113.7",
             "signature_valid": True,
+            "body_size": len(event.body),
+            "last_status_code": None,
+            "last_latency_ms": None,
+            "last_error": None,
+            "next_retry_at": None,
         }
 
     async def test_a_late_recorded_event_still_arrives(self, hook: Hook) -> None:

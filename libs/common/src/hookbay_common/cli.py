@@ -269,22 +269,29 @@ def hookbay(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @pass_state
 def migrate_command(state: CliState) -> None:
-    """Create MongoDB indexes and Kafka topics that are missing (idempotent)."""
+    """Create MongoDB indexes and Kafka topics that are missing, upgrade events stored in an
+    earlier layout, republish the configuration (idempotent)."""
 
-    async def work(rt: Runtime) -> tuple[list[str], int]:  # MongoDB is migrated already
+    async def work(rt: Runtime) -> tuple[int, list[str], int]:  # indexes are made already
+        from hookbay_common.db.events import migrate_event_layout
         from hookbay_common.kafka import ensure_configured_topics
 
+        moved = await migrate_event_layout(rt.db)
         created = await ensure_configured_topics(rt.settings)
-        return created, await publish_configuration(rt)
+        return moved, created, await publish_configuration(rt)
 
-    created, published = state.run(work)
+    moved, created, published = state.run(work)
     state.emit(
-        {"indexes": "ok", "topics_created": created, "config_published": published},
+        {
+            "indexes": "ok", "events_upgraded": moved, "topics_created": created,
+            "config_published": published,
+        },
         human=lambda c: c.print(
-            f"indexes ok; topics created: {', '.join(created) or 'none'}; "
+            f"indexes ok; {moved} events upgraded to the paged layout; topics created: "
+            f"{', '.join(created) or 'none'}; "
             f"{published} users and webhooks published to the change log"
         ),
-    )
+    )  # fmt: skip
 
 
 async def publish_configuration(rt: Runtime) -> int:

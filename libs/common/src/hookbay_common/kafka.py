@@ -116,4 +116,5 @@ async def ensure_configured_topics(settings: Settings) -> list[str]:
         settings.kafka_bootstrap,
         partitions=settings.kafka_partitions,
         specs=settings.topic_specs(),
+        replication=settings.kafka_replication_factor,
     )

@@ -129,6 +129,18 @@ class EventHead(_Record):
     created_at: datetime
 
 
+class EventRow(EventHead):
+    """A head as lists show it: its page (``hookbay_common.db.events``), its body's size and
+    its latest attempt's outcome (``None`` until there is one)."""
+
+    page: int | None = None
+    body_size: int | None = None
+    last_status_code: int | None = None
+    last_latency_ms: float | None = None
+    last_error: str | None = None
+    next_retry_at: datetime | None = None
+
+
 class Event(EventHead):
     """One captured request. ``body`` holds the exact bytes received."""
 

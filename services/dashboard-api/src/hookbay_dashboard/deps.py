@@ -147,9 +147,7 @@ WebhooksDep = Annotated[WebhookService, Depends(get_webhooks)]
 
 
 def get_tail(runtime: RuntimeDep) -> TailService:
-    return TailService(
-        runtime.webhooks, runtime.events, poll_interval=runtime.settings.tail_poll_interval
-    )
+    return runtime.tails
 
 
 TailDep = Annotated[TailService, Depends(get_tail)]

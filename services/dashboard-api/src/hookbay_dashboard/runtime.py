@@ -28,6 +28,7 @@ from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_
 from hookbay_common.secrets_box import SecretBox
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.tail.service import TailService
 
 log = get_logger("hookbay.dashboard")
 
@@ -44,6 +45,7 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self.plans = plans
+        self.registry = registry
         self.box = SecretBox(settings.secret_key.get_secret_value())
         self.producer = ResilientProducer.from_settings(
             settings, name="hookbay-dashboard", registry=registry
@@ -67,6 +69,11 @@ class Runtime:
         self.webhooks = WebhookRepository(self.db, self.box)
         self.events = EventRepository(self.db)
         self.attempts = AttemptRepository(self.db)
+        self.tails = TailService(
+            self.webhooks, self.events, poll_interval=settings.tail_poll_interval,
+            registry=self.registry,
+        )  # fmt: skip
+        """The live-tail feeds of this replica, shared by every open tail."""
         self.limiter: RateLimiter = create_rate_limiter(
             settings.redis_url, key_prefix=settings.redis_key_prefix
         )
@@ -115,6 +122,7 @@ class Runtime:
 
     async def stop(self) -> None:
         await self.replay_runner.stop()  # first: its jobs' leases are released through Mongo
+        await self.tails.close()
         await self.producer.stop()
         await self.limiter.close()
         await self.mongo.close()

@@ -65,8 +65,12 @@ class RecorderHandlers:
                 )  # fmt: skip
                 self.metrics.unreadable.labels(record.topic).inc()
         started = time.perf_counter()
-        await asyncio.gather(self.events.upsert_many(events), self.attempts.upsert_many(attempts))
-        await self.events.apply_attempts(attempts)
+        # events first: they get their pages, which the attempts then carry (retention deletes
+        # both page by page); an attempt whose event is not recorded yet gets it later
+        await self.events.upsert_many(events)
+        located = await self.events.locate(a.event_id for a in attempts)
+        await self.attempts.upsert_many(attempts, located)
+        await self.events.apply_attempts(attempts, located)
         self.metrics.write_latency.observe(time.perf_counter() - started)
         self.metrics.recorded.labels("event").inc(len(events))
         self.metrics.recorded.labels("attempt").inc(len(attempts))

@@ -5,18 +5,20 @@ from the file gets the default plan's, as ingest does; ``null`` keeps everything
 the run's start minus that many days; an event is deleted when ``created_at < cut-off``, so an
 event exactly at the cut-off is kept. A plan change therefore takes effect at the next run.
 
-Work goes in batches of at most ``batch_size`` expired event ids of one owner, read through one
-cursor: first the batch's attempts are deleted (``event_id $in ids``), then the events
-(``_id $in ids``), one statement each, then the lock's lease is renewed. Attempts first, so whatever instant a run is killed at, no attempt outlives its
-event: a kill between the two deletes leaves events whose attempts are gone, and the next run
-deletes them. Every step is idempotent, so a run resumes simply by running again, and two runs
-deleting the same ids (one stalled past its lease) stay correct; the lock only keeps them from
-doing the work twice. Memory holds one batch of ids.
+Work goes page by page (``hookbay_common.db.events``: a page is up to 100 events of one
+webhook in arrival order, with a summary of its first and last ``created_at``): a page entirely
+older than the cut-off is deleted whole, by equality on (webhook, page); a page that straddles it
+loses the ids of its older events. First the page's attempts are deleted, then the event bodies
+and heads, then the page is recounted and the lock's lease renewed. Attempts first, so whatever
+instant a run is killed at, no attempt outlives its event: a kill between the deletes leaves
+events whose attempts are gone, and the next run deletes them. Every step is idempotent, so a
+run resumes simply by running again, and two runs deleting the same page (one stalled past its
+lease) stay correct; the lock only keeps them from doing the work twice. Memory holds the
+owner's page summaries (one small document per 100 events). ``batch_size`` (below a page, 100)
+splits a page into several steps, each followed by a lease renewal.
 
-Running time grows with what is deleted, not with what is kept: on MongoDB each owner's expired
-events come from the ``owner_created`` index (username, created_at) and the deletes by ``_id``
-and ``event_started``. FerretDB v1 uses no index: every statement scans its collection
-(docs/benchmarks.md, "Retention").
+Running time grows with what is deleted, not with what is kept: every statement is an equality
+match on indexed fields (on the embedded store too: deploy/local/ferretdb/indexes.sql).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from hookbay_common.db import (
 )
 from hookbay_common.db import client as db_client
 from hookbay_common.db.client import Database
+from hookbay_common.db.events import ExpiredPage
 from hookbay_common.errors import LockHeld, LockLost
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import Plan, PlanBook
@@ -262,17 +265,15 @@ class RetentionJob:
             return OwnerReport(username, plan_name, None, None, 0, 0)
         cutoff = now - timedelta(days=days)
         events = attempts = 0
-        batches = self._events.expired_id_batches(username, cutoff, self._batch_size)
-        async with aclosing(batches):
+        pages = self._events.expired_pages(username, cutoff, self._batch_size)
+        async with aclosing(pages):
             while True:
                 started = time.perf_counter()
-                ids = await anext(batches, None)
+                expired = await anext(pages, None)
                 timings.find += time.perf_counter() - started
-                if ids is None:
+                if expired is None:
                     break
-                deleted_events, deleted_attempts = await self._batch(
-                    username, ids, timings, dry=dry
-                )
+                deleted_events, deleted_attempts = await self._batch(expired, timings, dry=dry)
                 events += deleted_events
                 attempts += deleted_attempts
                 observer.batch_done(deleted_events, deleted_attempts)
@@ -287,20 +288,18 @@ class RetentionJob:
             log.info("retention_owner", dry_run=dry, **owner.to_dict())
         return owner
 
-    async def _batch(
-        self, username: str, ids: list[str], timings: Timings, *, dry: bool
-    ) -> tuple[int, int]:
-        """(events, attempts) deleted, or that would be."""
+    async def _batch(self, expired: ExpiredPage, timings: Timings, *, dry: bool) -> tuple[int, int]:
+        """(events, attempts) deleted, or that would be, for one page."""
         if dry:
-            attempts = await self._attempts.count_owner_attempts(username, ids)
+            attempts = await self._attempts.count_page(expired)
             timings.batches += 1
-            return len(ids), attempts
+            return expired.count, attempts
         started = time.perf_counter()
         # attempts first: see the module docstring
-        attempts = await self._attempts.delete_owner_attempts(username, ids)
+        attempts = await self._attempts.delete_page(expired)
         middle = time.perf_counter()
         timings.delete_attempts += middle - started
-        events = await self._events.delete_owner_events(username, ids)
+        events = await self._events.delete_page(expired)
         timings.delete_events += time.perf_counter() - middle
         timings.batches += 1
         return events, attempts

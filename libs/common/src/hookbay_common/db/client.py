@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, IndexModel
+from pymongo import ASCENDING, AsyncMongoClient, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
 Database = AsyncDatabase[dict[str, Any]]
@@ -14,11 +14,15 @@ class Collections:
     USERS: Final = "users"
     WEBHOOKS: Final = "webhooks"
     EVENTS: Final = "events"
+    EVENT_BODIES: Final = "event_bodies"
+    EVENT_PAGES: Final = "event_pages"
+    EVENT_COUNTERS: Final = "event_counters"
     ATTEMPTS: Final = "attempts"
     API_TOKENS: Final = "api_tokens"
     SESSIONS: Final = "sessions"
     REPLAY_JOBS: Final = "replay_jobs"
     LOCKS: Final = "locks"
+    MIGRATIONS: Final = "migrations"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {
@@ -35,28 +39,38 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
     Collections.EVENTS: [
         IndexModel([("request_id", ASCENDING)], unique=True, name="request_id"),
         IndexModel(
-            [("webhook_id", ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)],
-            name="webhook_created",
+            [("webhook_id", ASCENDING), ("page", ASCENDING), ("status", ASCENDING)],
+            name="webhook_page_status",
         ),
-        IndexModel(
-            [
-                ("webhook_id", ASCENDING),
-                ("status", ASCENDING),
-                ("created_at", DESCENDING),
-                ("_id", DESCENDING),
-            ],
-            name="webhook_status_created",
-        ),
-        IndexModel([("username", ASCENDING), ("created_at", ASCENDING)], name="owner_created"),
+        IndexModel([("username", ASCENDING)], name="owner"),
+    ],
+    Collections.EVENT_BODIES: [
+        IndexModel([("webhook_id", ASCENDING), ("page", ASCENDING)], name="webhook_page"),
+        IndexModel([("username", ASCENDING)], name="owner"),
+    ],
+    Collections.EVENT_PAGES: [
+        IndexModel([("webhook_id", ASCENDING), ("page", ASCENDING)], name="webhook_page"),
+        IndexModel([("username", ASCENDING)], name="owner"),
+    ],
+    Collections.EVENT_COUNTERS: [
+        IndexModel([("username", ASCENDING)], name="owner"),
     ],
     Collections.ATTEMPTS: [
         IndexModel([("event_id", ASCENDING), ("started_at", ASCENDING)], name="event_started"),
+        IndexModel([("webhook_id", ASCENDING), ("event_page", ASCENDING)], name="webhook_page"),
+        IndexModel([("username", ASCENDING)], name="owner"),
     ],
     Collections.REPLAY_JOBS: [
         IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),
         IndexModel([("webhook_id", ASCENDING), ("status", ASCENDING)], name="webhook_status"),
     ],
 }
+
+
+OBSOLETE_INDEXES: Final[dict[str, tuple[str, ...]]] = {
+    Collections.EVENTS: ("webhook_created", "webhook_status_created", "owner_created"),
+}
+"""Indexes of earlier layouts, dropped by ``migrate``: every write would still maintain them."""
 
 
 MAX_POOL_SIZE: Final = 16
@@ -96,3 +110,6 @@ async def migrate(db: Database) -> None:
         for index in indexes:
             if index.document["name"] not in existing:
                 await db[collection].create_indexes([index])
+        for name in OBSOLETE_INDEXES.get(collection, ()):
+            if name in existing:
+                await db[collection].drop_index(name)

@@ -1,16 +1,38 @@
-"""The ``events`` and ``attempts`` collections.
+"""The ``events``, ``event_bodies``, ``event_pages``, ``event_counters`` and ``attempts``
+collections.
 
-Writes are idempotent upserts keyed by the record id, so a message consumed twice changes nothing.
+Layout (docs/data-model.md has the full picture and the reasons, measured):
+
+- ``events`` holds event *heads*: every field of an event but its request headers and body,
+  plus its position ``seq`` (a per-webhook number given when the event is first recorded)
+  and ``page`` (``seq // PAGE_SIZE``), its body size and its latest attempt's outcome.
+- ``event_bodies`` holds the request headers and body, keyed by the event id, with the
+  event's ``webhook_id`` and ``page``.
+- ``event_pages`` holds one summary per (webhook, page): how many events it holds by status
+  and the first and last ``created_at``; recounted from the heads whenever a write touches
+  the page, so it is exact and a write repeated after a crash leaves it right.
+- ``event_counters`` holds each webhook's next ``seq`` and lowest live page.
+
+Every hot query is then an equality match on a few fields that selects at most a page of
+small documents: ``{webhook_id, page}`` (a list page, a recount, an export step, a retention
+step), ``{_id}``, ``{request_id}``, ``{username}`` on the page summaries (counts, overview).
+That is what FerretDB v1 on PostgreSQL can serve from an index (docs/ferretdb-backends.md:
+it pushes only equality down and sorts in Go), and what MongoDB serves from the declared
+compound indexes; no query sorts or scans more than a page.
+
+Writes are idempotent: a record consumed twice keeps the position, status and counts it had.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+import asyncio
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from pymongo import ReplaceOne, UpdateOne
+from pymongo import ReturnDocument, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from hookbay_common.db.client import Collections, Database
@@ -20,79 +42,158 @@ from hookbay_common.db.documents import (
     headers_from_document,
     headers_to_document,
 )
-from hookbay_common.models import Attempt, Event, EventHead, EventStatus
+from hookbay_common.models import Attempt, Event, EventHead, EventRow, EventStatus
+
+PAGE_SIZE: Final = 100
+"""Events per page. A page is what one list query decodes (FerretDB decodes every matching
+document in Go): 100 heads of ~0.4 KB are read in a few milliseconds."""
+MAX_PAGES_PER_LIST: Final = 40
+"""Pages one list call reads at most: a filter matching few events (say 1 failure in 10,000)
+answers a short page with a cursor instead of walking the whole webhook in one request."""
+LOCATE_CACHE: Final = 100_000
+"""Event ids whose (webhook, page) the repository remembers from its own writes, so the
+attempts that follow an event need no lookup."""
+LOOKUP_CONCURRENCY: Final = 8
+"""Parallel single-document look-ups; below the connection pool (16) so writes keep room."""
+
+_STATUSES: Final = tuple(EventStatus)
+_BODY_FIELDS: Final = ("request_headers", "request_body", "request_body_encoding")
+_POSITION_FIELDS: Final = ("seq", "page")
+_HEAD_ONLY_FIELDS: Final = (
+    *_POSITION_FIELDS,
+    "status_key",
+    "body_size",
+    "last_status_code",
+    "last_latency_ms",
+    "next_retry_at",
+    "last_error",
+)
+_HEAD_PROJECTION: Final = {name: 0 for name in (*_BODY_FIELDS, "status_key")}
+
+
+@dataclass(frozen=True, order=True)
+class EventCursor:
+    """A position in a webhook's newest-first order: just below the event (``page``,
+    ``created_at``, ``event_id``), or the top of ``page`` when ``created_at`` is ``None``."""
+
+    page: int
+    created_at: datetime | None = None
+    event_id: str | None = None
+
+    def above(self, head: EventHead, page: int) -> bool:
+        """Whether ``head`` (on ``page``) comes before this position, newest first."""
+        if page != self.page:
+            return page > self.page
+        if self.created_at is None or self.event_id is None:
+            return False
+        return (head.created_at, head.id) >= (self.created_at, self.event_id)
 
 
 @dataclass(frozen=True)
-class EventCursor:
-    """Position after an event in the newest-first order: (created_at, id) of the last one seen."""
+class HeadPage:
+    """A slice of a list: the heads, and where the next slice starts (``None``: the end)."""
 
-    created_at: datetime
-    event_id: str
-
-
-_HEAD_PROJECTION: Final = {
-    "request_body": 0,
-    "request_body_encoding": 0,
-    "request_headers": 0,
-    "status_key": 0,
-}
+    heads: list[EventRow]
+    after: EventCursor | None
 
 
-def _head_from_document(doc: dict[str, Any]) -> EventHead:
-    doc = dict(doc)
+@dataclass
+class PageSummary:
+    """One ``event_pages`` document."""
+
+    webhook_id: str
+    username: str
+    page: int
+    first_at: datetime
+    last_at: datetime
+    counts: dict[EventStatus, int] = field(default_factory=dict)
+    rejected: int = 0
+    """Of the failed: rejected by their signature (never forwarded)."""
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True)
+class ExpiredPage:
+    """Events of one page created before a cut-off: the whole page (``event_ids`` ``None``)
+    or the listed ids."""
+
+    webhook_id: str
+    page: int
+    count: int
+    event_ids: list[str] | None
+
+
+def page_id(webhook_id: str, page: int) -> str:
+    return f"{webhook_id}:{page:010d}"
+
+
+def _order(head: EventHead) -> tuple[datetime, str]:
+    return head.created_at, head.id
+
+
+def _row_from_document(doc: dict[str, Any]) -> EventRow:
+    doc = {k: v for k, v in doc.items() if k not in _BODY_FIELDS and k not in ("status_key",)}
+    doc.pop("seq", None)
     doc["id"] = doc.pop("_id")
-    return EventHead.model_validate(doc)
+    return EventRow.model_validate(doc)
+
+
+def event_head_document(event: Event) -> dict[str, Any]:
+    """The head of ``event`` as stored, without its position (given when first recorded)."""
+    doc = event.model_dump(mode="python", exclude={"id", "body", "request_headers"})
+    doc.update(_id=event.id, body_size=len(event.body))
+    return doc
+
+
+def event_body_document(event: Event) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "_id": event.id,
+        "webhook_id": event.webhook_id,
+        "username": event.username,
+        "request_headers": headers_to_document(event.request_headers),
+    }
+    doc.update(body_to_document("request_body", event.body))
+    return doc
 
 
 def event_to_document(event: Event) -> dict[str, Any]:
+    """The single-document layout of releases before the split (head and body together); what
+    ``migrate_event_layout`` upgrades. Kept to write such data in the migration's tests."""
     doc = event.model_dump(mode="python", exclude={"id", "body", "request_headers"})
     doc.update(body_to_document("request_body", event.body))
     doc.update(_id=event.id, request_headers=headers_to_document(event.request_headers))
     return doc
 
 
-def event_from_document(doc: dict[str, Any]) -> Event:
-    doc = dict(doc)
-    doc.pop("status_key", None)
+def event_from_documents(head: dict[str, Any], body: dict[str, Any] | None) -> Event:
+    """The event from its head and body documents; a head of the old layout carries its body."""
+    doc = {k: v for k, v in head.items() if k not in _HEAD_ONLY_FIELDS}
+    source = dict(body if body is not None and "request_body" not in head else head)
     doc["id"] = doc.pop("_id")
-    doc["request_headers"] = headers_from_document(doc["request_headers"])
-    doc["body"] = body_from_document(doc, "request_body")
+    doc["request_headers"] = headers_from_document(source["request_headers"])
+    doc["body"] = body_from_document(source, "request_body")
+    doc.pop("request_body", None)
+    doc.pop("request_body_encoding", None)
     return Event.model_validate(doc)
 
 
-def _event_upsert(event: Event) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Filter and update storing ``event``. The captured fields are written every time (they
-    never change, so a repeat is a no-op); the status only on insert, so a status already set
-    from the attempts is kept."""
-    doc = event_to_document(event)
-    del doc["status"]
-    return {"_id": doc.pop("_id")}, {
-        "$set": doc,
-        "$setOnInsert": {"status": event.initial_status.value},
-    }
-
-
-def _status_updates(attempt: Attempt) -> list[UpdateOne]:
-    """Set the event's status from ``attempt`` unless a later attempt already set it.
-
-    Two statements that never fail: make sure a document exists (a stub when the attempt is
-    recorded before its event; the event's own upsert fills in the rest), then set the status
-    only if this attempt is later than the one that set it. No duplicate-key answers: FerretDB
-    v1 stops a bulk write at its first error, and a lock-ordering bug in its PostgreSQL backend
-    can wedge the server when many one-statement writes queue for connections."""
-    return [
-        UpdateOne({"_id": attempt.event_id}, {"$setOnInsert": {"status_key": ""}}, upsert=True),
-        UpdateOne(*_status_if_later(attempt)),
-    ]
-
-
 def _status_if_later(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Filter and update setting the status when the stored one came from an earlier attempt."""
+    """Filter and update setting the status (and the latest attempt's outcome) when the stored
+    status came from an earlier attempt."""
     key = attempt.status_key
     later = {"$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}]}
     return {"_id": attempt.event_id, **later}, {
-        "$set": {"status": attempt.outcome.value, "status_key": key}
+        "$set": {
+            "status": attempt.outcome.value,
+            "status_key": key,
+            "last_status_code": attempt.status_code,
+            "last_latency_ms": attempt.latency_ms,
+            "last_error": attempt.error,
+            "next_retry_at": attempt.next_retry_at if attempt.will_retry else None,
+        }
     }
 
 
@@ -108,80 +209,278 @@ async def _bulk_write(collection: Any, operations: Sequence[Any]) -> None:
         await collection.bulk_write(operations[start : start + BULK_CHUNK], ordered=True)
 
 
+Statement = tuple[dict[str, Any], dict[str, Any], bool]
+"""An update: filter, update, upsert."""
+
+
 async def _insert_or_upsert(
-    collection: Any, docs: Sequence[dict[str, Any]], upserts: Sequence[Any]
-) -> None:
-    """Store ``docs``: inserted in chunks, which needs no lookup (on FerretDB v1 a write that
-    filters, even by ``_id``, scans the collection). A chunk that meets a stored document (a
-    record consumed again, an event's status stub) is written again as ``upserts[i]``, one by
-    one: FerretDB v1 stops an unordered insert at its first error, and the upserts are
-    idempotent."""
+    collection: Any, docs: Sequence[dict[str, Any]], upserts: Sequence[Sequence[Statement]]
+) -> list[int]:
+    """Store ``docs``: inserted in chunks, which needs no lookup. A chunk that meets a stored
+    document (a record consumed again, an event's status stub) is written again as
+    ``upserts[i]`` (idempotent statements), one document at a time: FerretDB v1 stops an
+    unordered insert at its first error. The indexes of the documents that went that way."""
+    slow: list[int] = []
     for start in range(0, len(docs), BULK_CHUNK):
         try:
             await collection.insert_many(docs[start : start + BULK_CHUNK], ordered=False)
         except BulkWriteError:
-            for op in upserts[start : start + BULK_CHUNK]:
-                await collection.bulk_write([op])
+            for index in range(start, min(start + BULK_CHUNK, len(docs))):
+                # one command each: a refused one raises its own error (a duplicate request id)
+                for query, update, upsert in upserts[index]:
+                    await collection.update_one(query, update, upsert=upsert)
+                slow.append(index)
+    return slow
+
+
+async def _gather_limited(calls: Iterable[Any], limit: int = LOOKUP_CONCURRENCY) -> list[Any]:
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Any) -> Any:
+        async with gate:
+            return await call
+
+    return await asyncio.gather(*(one(c) for c in calls))
 
 
 class EventRepository:
     def __init__(self, db: Database) -> None:
         self._events = db[Collections.EVENTS]
+        self._bodies = db[Collections.EVENT_BODIES]
+        self._pages = db[Collections.EVENT_PAGES]
+        self._counters = db[Collections.EVENT_COUNTERS]
+        self._attempts = db[Collections.ATTEMPTS]
+        self._located: OrderedDict[str, tuple[str, int]] = OrderedDict()
+
+    # ------------------------------------------------------------------ writing
 
     async def upsert(self, event: Event) -> None:
-        """Store ``event``; idempotent. A stored event's status is kept."""
-        await self._events.update_one(*_event_upsert(event), upsert=True)
+        """Store ``event``; idempotent. A stored event keeps its status and position."""
+        await self.upsert_many([event])
 
     async def upsert_many(self, events: list[Event]) -> None:
-        docs = [{**event_to_document(e), "status": e.initial_status.value} for e in events]
-        upserts = [UpdateOne(*_event_upsert(e), upsert=True) for e in events]
-        await _insert_or_upsert(self._events, docs, upserts)
+        """Store ``events`` (idempotent): new ones get the next positions of their webhook,
+        in the order given; a stored one keeps its position, status and outcome."""
+        if not events:
+            return
+        seqs = await self._allocate(events)
+        heads: list[dict[str, Any]] = []
+        bodies: list[dict[str, Any]] = []
+        head_upserts: list[list[Statement]] = []
+        body_upserts: list[list[Statement]] = []
+        for event, seq in zip(events, seqs, strict=True):
+            position: dict[str, Any] = {"seq": seq, "page": seq // PAGE_SIZE}
+            head = event_head_document(event)
+            body = event_body_document(event)
+            heads.append({**head, **position, "status": event.initial_status.value})
+            bodies.append({**body, "page": position["page"]})
+            del head["_id"], body["_id"]
+            head_status = head.pop("status")
+            head_upserts.append([
+                ({"_id": event.id}, {"$set": head, "$setOnInsert": {"status": head_status}}, True),
+                # a status stub (attempt recorded first) has no position yet
+                ({"_id": event.id, "page": {"$exists": False}}, {"$set": position}, False),
+            ])  # fmt: skip
+            on_insert: dict[str, Any] = {"page": position["page"]}
+            body_upserts.append(
+                [({"_id": event.id}, {"$set": body, "$setOnInsert": on_insert}, True)]
+            )
+        slow = await _insert_or_upsert(self._events, heads, head_upserts)
+        touched = {(e.webhook_id, s // PAGE_SIZE) for e, s in zip(events, seqs, strict=True)}
+        for index in slow:  # stored before (or a status stub): read the position it really has
+            event = events[index]
+            doc = await self._events.find_one({"_id": event.id}, {"page": 1})
+            if doc is None or "page" not in doc:
+                continue
+            page = doc["page"]
+            touched.add((event.webhook_id, page))
+            seqs[index] = page * PAGE_SIZE  # the body goes where the head is
+            bodies[index]["page"] = page
+            fields = {k: v for k, v in bodies[index].items() if k != "_id"}
+            body_upserts[index] = [({"_id": event.id}, {"$set": fields}, True)]
+            # attempts recorded before their event learn its page now
+            await self._attempts.update_many(
+                {"event_id": event.id, "event_page": {"$exists": False}},
+                {"$set": {"event_page": page}},
+            )
+        await _insert_or_upsert(self._bodies, bodies, body_upserts)
+        for event, seq in zip(events, seqs, strict=True):
+            self._remember(event.id, event.webhook_id, seq // PAGE_SIZE)
+        await self.recount(touched)
 
-    async def apply_attempts(self, attempts: list[Attempt]) -> None:
+    async def _allocate(self, events: Sequence[Event]) -> list[int]:
+        """The next ``seq`` of each event's webhook, in order: one ``$inc`` per webhook. A batch
+        written again after a crash wastes its numbers (its events keep their first ones), which
+        only leaves a page short; two writers at once may get the same numbers on FerretDB (see
+        ``top_page``), which only makes a page longer: order within a page is by
+        ``created_at``, so nothing is lost or misordered either way."""
+        wanted: dict[str, int] = {}
+        owner: dict[str, str] = {}
+        for event in events:
+            wanted[event.webhook_id] = wanted.get(event.webhook_id, 0) + 1
+            owner[event.webhook_id] = event.username
+        ends: dict[str, int] = {}
+        for webhook_id, count in wanted.items():
+            doc = await self._counters.find_one_and_update(
+                {"_id": webhook_id},
+                {"$inc": {"seq": count}, "$set": {"username": owner[webhook_id]}},
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+            assert doc is not None  # an upsert returning the document after
+            ends[webhook_id] = int(doc["seq"]) - count
+            # heal a lost update (see ``top_page``): the counter ends at least past these numbers
+            await self._counters.update_one({"_id": webhook_id}, {"$max": {"seq": int(doc["seq"])}})
+        seqs = []
+        for event in events:
+            seqs.append(ends[event.webhook_id])
+            ends[event.webhook_id] += 1
+        return seqs
+
+    def _remember(self, event_id: str, webhook_id: str, page: int) -> None:
+        self._located[event_id] = (webhook_id, page)
+        self._located.move_to_end(event_id)
+        while len(self._located) > LOCATE_CACHE:
+            self._located.popitem(last=False)
+
+    async def locate(self, event_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
+        """(webhook id, page) of each recorded event among ``event_ids``; one without a
+        position yet (not recorded, or only its status stub) is absent."""
+        found: dict[str, tuple[str, int]] = {}
+        missing = []
+        for event_id in dict.fromkeys(event_ids):
+            if event_id in self._located:
+                found[event_id] = self._located[event_id]
+            else:
+                missing.append(event_id)
+        docs = await _gather_limited(
+            self._events.find_one({"_id": i}, {"webhook_id": 1, "page": 1}) for i in missing
+        )
+        for doc in docs:
+            if doc is not None and "page" in doc and "webhook_id" in doc:
+                found[doc["_id"]] = (doc["webhook_id"], doc["page"])
+                self._remember(doc["_id"], doc["webhook_id"], doc["page"])
+        return found
+
+    async def apply_attempts(
+        self, attempts: list[Attempt], located: dict[str, tuple[str, int]] | None = None
+    ) -> None:
         """Move each attempt's event to the status the attempt implies, unless a later attempt
-        (``Attempt.status_key``) already decided it; idempotent and order-independent.
+        (``Attempt.status_key``) already decided it; idempotent and order-independent. Then
+        recount the pages of those events.
 
-        One conditional update per event (its latest attempt here); only a chunk where some
-        event was not recorded yet, or had a later status, runs the two-statement form that
-        also inserts status stubs."""
+        One conditional update per event (its latest attempt here); an event not recorded yet
+        gets a status stub that its own write completes."""
         latest: dict[str, Attempt] = {}
         for attempt in attempts:
             known = latest.get(attempt.event_id)
             if known is None or attempt.status_key > known.status_key:
                 latest[attempt.event_id] = attempt
+        if not latest:
+            return
+        if located is None:
+            located = await self.locate(latest)
         chosen = list(latest.values())
         for start in range(0, len(chosen), BULK_CHUNK):
             chunk = chosen[start : start + BULK_CHUNK]
-            updates = [UpdateOne(*_status_if_later(a)) for a in chunk]
-            result = await self._events.bulk_write(updates, ordered=True)
-            if result.matched_count < len(chunk):
-                await _bulk_write(self._events, [op for a in chunk for op in _status_updates(a)])
-
-    async def get(self, event_id: str) -> Event | None:
-        """The event, or ``None`` also while only its status stub is stored."""
-        doc = await self._events.find_one({"_id": event_id, "request_id": {"$exists": True}})
-        return event_from_document(doc) if doc else None
-
-    async def get_by_request_id(self, request_id: str) -> Event | None:
-        doc = await self._events.find_one({"request_id": request_id})
-        return event_from_document(doc) if doc else None
+            await self._events.bulk_write([UpdateOne(*_status_if_later(a)) for a in chunk])
+            stubs = [
+                UpdateOne({"_id": a.event_id}, {"$setOnInsert": {"status_key": ""}}, upsert=True)
+                for a in chunk
+                if a.event_id not in located
+            ]
+            if stubs:  # then the status, now that a document exists for each
+                await _bulk_write(self._events, stubs)
+                absent = [a for a in chunk if a.event_id not in located]
+                await _bulk_write(self._events, [UpdateOne(*_status_if_later(a)) for a in absent])
+        await self.recount({located[i] for i in latest if i in located})
 
     async def set_status(self, event_id: str, status: EventStatus) -> None:
         await self._events.update_one({"_id": event_id}, {"$set": {"status": status.value}})
+        await self.recount(set((await self.locate([event_id])).values()))
 
-    async def recent_for_webhook(
-        self, webhook_id: str, since: datetime, limit: int = 100
-    ) -> list[EventHead]:
-        """Events of the webhook with ``created_at >= since``, oldest first (``created_at``, then
-        id), at most ``limit``, without bodies and headers (a live tail polls this). Status
-        stubs never match: they carry no ``webhook_id``."""
-        query = {"webhook_id": webhook_id, "created_at": {"$gte": since}}
-        cursor = (
-            self._events.find(query, _HEAD_PROJECTION)
-            .sort([("created_at", 1), ("_id", 1)])
-            .limit(limit)
+    async def recount(self, pages: Iterable[tuple[str, int]]) -> None:
+        """Rewrite the summaries of ``pages`` (webhook id, page) from their heads."""
+        for webhook_id, page in sorted(set(pages)):
+            docs = [
+                doc
+                async for doc in self._events.find(
+                    {"webhook_id": webhook_id, "page": page},
+                    {"status": 1, "created_at": 1, "username": 1, "rejected_reason": 1},
+                )
+            ]
+            key = page_id(webhook_id, page)
+            if not docs:
+                await self._pages.delete_one({"_id": key})
+                continue
+            counts = {s.value: 0 for s in _STATUSES}
+            rejected = 0
+            for doc in docs:
+                counts[doc["status"]] = counts.get(doc["status"], 0) + 1
+                rejected += doc.get("rejected_reason") is not None
+            times = [doc["created_at"] for doc in docs]
+            summary = {
+                "webhook_id": webhook_id, "username": docs[0]["username"], "page": page,
+                "first_at": min(times), "last_at": max(times), "total": len(docs), "rejected": rejected, **counts,
+            }  # fmt: skip
+            await self._pages.replace_one({"_id": key}, summary, upsert=True)
+
+    # ------------------------------------------------------------------ reading one event
+
+    async def get(self, event_id: str) -> Event | None:
+        """The event, or ``None`` also while only its status stub is stored."""
+        head = await self._events.find_one({"_id": event_id})
+        return await self._complete(head)
+
+    async def get_by_request_id(self, request_id: str) -> Event | None:
+        return await self._complete(await self._events.find_one({"request_id": request_id}))
+
+    async def _complete(self, head: dict[str, Any] | None) -> Event | None:
+        if head is None or "request_id" not in head:
+            return None
+        body = None if "request_body" in head else await self._bodies.find_one({"_id": head["_id"]})
+        if body is None and "request_body" not in head:
+            return None  # the head is written first: the body follows within the same write
+        return event_from_documents(head, body)
+
+    # ------------------------------------------------------------------ pages
+
+    async def top_page(self, webhook_id: str) -> tuple[int, int] | None:
+        """(lowest, highest) page the webhook may have events on; ``None``: none recorded."""
+        doc = await self._counters.find_one({"_id": webhook_id})
+        if doc is None or (int(doc.get("seq", 0)) == 0 and int(doc.get("below", 0)) == 0):
+            return None
+        top = (int(doc.get("seq", 0)) - 1) // PAGE_SIZE
+        # The counter may lag behind the pages in use: FerretDB v1 runs ``$inc`` as a read and a
+        # write, so two writers at once (a recorder and its killed predecessor's last command)
+        # can both take the same numbers and leave the lower end. ``_allocate`` heals it; until
+        # then, the pages just above are looked for (usually one empty answer).
+        while await self._events.find_one({"webhook_id": webhook_id, "page": top + 1}, {"_id": 1}):
+            top += 1
+        # layout-1 events moved by ``migrate_event_layout`` sit on pages below 0
+        return int(doc.get("low", 0)), top
+
+    async def page_heads(
+        self, webhook_id: str, page: int, status: EventStatus | None = None
+    ) -> list[EventRow]:
+        """The heads of one page (``status`` only), oldest first."""
+        query: dict[str, Any] = {"webhook_id": webhook_id, "page": page}
+        if status is not None:
+            query["status"] = status.value
+        rows = [_row_from_document(doc) async for doc in self._events.find(query, _HEAD_PROJECTION)]
+        rows.sort(key=_order)
+        return rows
+
+    async def summaries(
+        self, *, webhook_id: str | None = None, username: str | None = None
+    ) -> list[PageSummary]:
+        """The page summaries of one webhook or of every webhook of an owner, by page."""
+        query: dict[str, Any] = (
+            {"webhook_id": webhook_id} if webhook_id is not None else {"username": username}
         )
-        return [_head_from_document(doc) async for doc in cursor]
+        found = [_summary(doc) async for doc in self._pages.find(query)]
+        found.sort(key=lambda s: (s.webhook_id, s.page))
+        return found
 
     async def heads_for_webhook(
         self,
@@ -191,144 +490,283 @@ class EventRepository:
         limit: int = 50,
         after: EventCursor | None = None,
         request_id: str | None = None,
-    ) -> list[EventHead]:
-        """Newest first (``created_at``, then id, descending), without bodies and headers;
-        ``after`` continues strictly below the last event of the previous page, so events that
-        arrive meanwhile (above it) neither shift nor repeat the rest. ``request_id`` narrows
-        to that one request. Status stubs never match: they carry no ``webhook_id``."""
-        query: dict[str, Any] = {"webhook_id": webhook_id}
-        if status is not None:
-            query["status"] = status.value
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> HeadPage:
+        """Newest first (page, then ``created_at``, then id, descending; pages follow arrival
+        order, so this is arrival order), without bodies and headers, at most ``limit``.
+        ``after`` continues strictly below a position, so events arriving meanwhile (above
+        it) neither shift nor repeat the rest. ``since`` (inclusive) / ``until`` (exclusive)
+        bound ``created_at``. ``request_id`` narrows to that one request.
+
+        Reads one page at a time, at most ``MAX_PAGES_PER_LIST`` pages: a filter that matches
+        little may answer fewer than ``limit`` heads with a position to go on from."""
         if request_id is not None:
-            query["request_id"] = request_id
-        if after is not None:
-            # the outer bound keeps a page one index range on real MongoDB whatever the planner
-            # makes of the $or (webhook_created / webhook_status_created serve both)
-            query["created_at"] = {"$lte": after.created_at}
-            query["$or"] = [
-                {"created_at": {"$lt": after.created_at}},
-                {"created_at": after.created_at, "_id": {"$lt": after.event_id}},
-            ]
-        cursor = (
-            self._events.find(query, _HEAD_PROJECTION)
-            .sort([("created_at", -1), ("_id", -1)])
-            .limit(limit)
-        )
-        return [_head_from_document(doc) async for doc in cursor]
+            doc = await self._events.find_one({"request_id": request_id}, _HEAD_PROJECTION)
+            if doc is None or doc.get("webhook_id") != webhook_id:
+                return HeadPage([], None)
+            row = _row_from_document(doc)
+            keep = status is None or row.status is status
+            return HeadPage([row] if keep and _within(row, since, until) else [], None)
+        bounds = await self.top_page(webhook_id)
+        if bounds is None:
+            return HeadPage([], None)
+        low, top = bounds
+        page = min(top, after.page) if after is not None else top
+        if until is not None and after is None:
+            page = await self._last_page_before(webhook_id, until, low, page)
+        found: list[EventRow] = []
+        pages: list[int] = []  # the page of each found row
+        read = 0
+        while page >= low:
+            if read == MAX_PAGES_PER_LIST:
+                return HeadPage(found, EventCursor(page))
+            read += 1
+            if since is not None:
+                summary = await self._summary(webhook_id, page)
+                if summary is not None and summary.last_at < since:
+                    break
+            rows = await self.page_heads(webhook_id, page, status)
+            for row in reversed(rows):
+                if after is not None and after.above(row, page):
+                    continue
+                if not _within(row, since, until):
+                    continue
+                if len(found) == limit:  # one more exists: the list goes on below the last
+                    last = found[-1]
+                    return HeadPage(found, EventCursor(pages[-1], last.created_at, last.id))
+                found.append(row)
+                pages.append(page)
+            page -= 1
+        return HeadPage(found, None)
 
-    async def recent_heads_for_owner(self, username: str, limit: int = 10) -> list[EventHead]:
-        """The owner's newest events across all their webhooks, without bodies and headers."""
-        cursor = (
-            self._events.find({"username": username}, _HEAD_PROJECTION)
-            .sort([("created_at", -1), ("_id", -1)])
-            .limit(limit)
-        )
-        return [_head_from_document(doc) async for doc in cursor]
+    async def _summary(self, webhook_id: str, page: int) -> PageSummary | None:
+        doc = await self._pages.find_one({"_id": page_id(webhook_id, page)})
+        return _summary(doc) if doc else None
 
-    async def count_for_webhook(self, webhook_id: str, status: EventStatus | None = None) -> int:
-        query: dict[str, Any] = {"webhook_id": webhook_id}
-        if status is not None:
-            query["status"] = status.value
-        return await self._events.count_documents(query)
+    async def _last_page_before(self, webhook_id: str, until: datetime, low: int, top: int) -> int:
+        """The highest page whose first event is older than ``until`` (a binary search over the
+        page summaries; pages follow arrival order, so ``first_at`` grows with the page)."""
+        lo, hi = low, top
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            summary = await self._summary(webhook_id, mid)
+            if summary is None or summary.first_at < until:
+                lo = mid  # a missing summary: an empty page; keep it in the walk
+            else:
+                hi = mid - 1
+        return min(top, lo + 1)  # one page of slack: arrival and created_at order may differ
 
-    async def stream_for_webhook(
-        self, webhook_id: str, status: EventStatus | None = None, *, batch_size: int = 500
-    ) -> AsyncGenerator[Event, None]:
-        """Every event of the webhook, oldest first (``created_at``, then id), read through one
-        database cursor ``batch_size`` documents at a time: memory stays constant whatever the
-        count. The cursor is closed when the iteration ends or is abandoned (``aclose``)."""
-        query: dict[str, Any] = {"webhook_id": webhook_id}
-        if status is not None:
-            query["status"] = status.value
-        cursor = (
-            self._events.find(query).sort([("created_at", 1), ("_id", 1)]).batch_size(batch_size)
-        )
-        try:
-            async for doc in cursor:
-                yield event_from_document(doc)
-        finally:
-            await cursor.close()
+    async def recent_for_webhook(
+        self, webhook_id: str, since: datetime, limit: int | None = None
+    ) -> list[EventRow]:
+        """Events of the webhook with ``created_at >= since``, oldest first (``created_at``, then
+        id), at most ``limit`` (the oldest), without bodies and headers; read from the top
+        pages down."""
+        bounds = await self.top_page(webhook_id)
+        if bounds is None:
+            return []
+        low, page = bounds
+        found: list[EventRow] = []
+        while page >= low:
+            rows = await self.page_heads(webhook_id, page)
+            found += [r for r in rows if r.created_at >= since]
+            if rows and rows[0].created_at < since:
+                break
+            page -= 1
+        found.sort(key=_order)
+        return found[:limit]
 
-    async def counts_since(
-        self, username: str, since: datetime
-    ) -> dict[str, dict[EventStatus, int]]:
-        """Per webhook id, the owner's events with ``created_at >= since`` by status; a status
-        without events is absent. One ``$match`` + ``$group`` (FerretDB v1 runs both)."""
-        pipeline: list[dict[str, Any]] = [
-            {"$match": {"username": username, "created_at": {"$gte": since}}},
-            {
-                "$group": {
-                    "_id": {"webhook_id": "$webhook_id", "status": "$status"},
-                    "n": {"$sum": 1},
-                }
-            },
-        ]
-        counts: dict[str, dict[EventStatus, int]] = {}
-        async for row in await self._events.aggregate(pipeline):
-            key = row["_id"]
-            counts.setdefault(key["webhook_id"], {})[EventStatus(key["status"])] = row["n"]
+    async def recent_heads_for_owner(self, username: str, limit: int = 10) -> list[EventRow]:
+        """The owner's newest events across all their webhooks, without bodies and headers:
+        the newest pages first, until no other page can hold a newer event."""
+        return await self.recent_heads_from(await self.summaries(username=username), limit)
+
+    async def recent_heads_from(self, summaries: list[PageSummary], limit: int) -> list[EventRow]:
+        pages = sorted(summaries, key=lambda s: s.last_at, reverse=True)
+        found: list[EventRow] = []
+        for summary in pages:
+            if len(found) >= limit and summary.last_at < found[limit - 1].created_at:
+                break
+            found += await self.page_heads(summary.webhook_id, summary.page)
+            found.sort(key=_order, reverse=True)
+        return found[:limit]
+
+    async def counts(
+        self,
+        webhook_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[EventStatus, int]:
+        """The webhook's events by status (``created_at`` in [since, until)): from the page
+        summaries, counting the heads only of pages that straddle a bound."""
+        return await self.counts_from(await self.summaries(webhook_id=webhook_id), since, until)
+
+    async def counts_from(
+        self,
+        summaries: Iterable[PageSummary],
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[EventStatus, int]:
+        counts = dict.fromkeys(_STATUSES, 0)
+        for summary in summaries:
+            if (since is not None and summary.last_at < since) or (
+                until is not None and summary.first_at >= until
+            ):
+                continue
+            inside = (since is None or summary.first_at >= since) and (
+                until is None or summary.last_at < until
+            )
+            if inside:
+                for status, n in summary.counts.items():
+                    counts[status] += n
+                continue
+            for row in await self.page_heads(summary.webhook_id, summary.page):
+                if _within(row, since, until):
+                    counts[row.status] += 1
         return counts
 
-    async def last_created_at(self, webhook_id: str) -> datetime | None:
-        """When the webhook's newest event arrived. A sorted find with limit 1, which MongoDB
-        answers from the ``webhook_created`` index (FerretDB v1 has no ``$max`` accumulator)."""
-        cursor = (
-            self._events.find({"webhook_id": webhook_id}, {"created_at": 1})
-            .sort([("created_at", -1), ("_id", -1)])
-            .limit(1)
-        )
-        async for doc in cursor:
-            created_at: datetime = doc["created_at"]
-            return created_at
-        return None
+    async def count_replayable(self, webhook_id: str, before: datetime) -> int:
+        """Failed events of the webhook created before ``before`` that were forwarded (not
+        rejected by their signature): what a bulk replay started then would publish."""
+        total = 0
+        for summary in await self.summaries(webhook_id=webhook_id):
+            if summary.first_at >= before:
+                continue
+            if summary.last_at < before:
+                total += summary.counts[EventStatus.FAILED] - summary.rejected
+                continue
+            for row in await self.page_heads(summary.webhook_id, summary.page, EventStatus.FAILED):
+                total += row.rejected_reason is None and row.created_at < before
+        return total
 
-    async def expired_id_batches(
-        self, username: str, before: datetime, batch_size: int
-    ) -> AsyncGenerator[list[str], None]:
-        """Ids of ``username``'s events created before ``before`` (``created_at < before``),
-        ``batch_size`` at a time, read through one database cursor (only ``_id`` travels):
-        memory holds one batch. No order is promised (MongoDB reads the ``owner_created`` index,
-        so oldest first). The caller may delete each batch before asking for the next: deleted
-        events are behind the cursor. Status stubs never match (they carry no ``username``).
-        The cursor is closed when the iteration ends or is abandoned (``aclose``).
+    async def count_for_webhook(self, webhook_id: str, status: EventStatus | None = None) -> int:
+        counts = await self.counts(webhook_id)
+        return sum(counts.values()) if status is None else counts[status]
 
-        One cursor rather than one limited ``find`` per batch: FerretDB v1 applies a limit only
-        after fetching every match, so each such ``find`` would read all the owner's remaining
-        expired events again."""
-        query = {"username": username, "created_at": {"$lt": before}}
-        cursor = self._events.find(query, {"_id": 1}).batch_size(batch_size)
-        batch: list[str] = []
-        try:
-            async for doc in cursor:
-                batch.append(doc["_id"])
-                if len(batch) >= batch_size:
-                    yield batch
-                    batch = []
-            if batch:
-                yield batch
-        finally:
-            await cursor.close()
+    async def stream_for_webhook(
+        self,
+        webhook_id: str,
+        status: EventStatus | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        before: datetime | None = None,
+        start: EventCursor | None = None,
+    ) -> AsyncGenerator[tuple[Event, EventCursor], None]:
+        """Every event of the webhook (``status`` only, ``created_at`` in [since, until)),
+        oldest first (arrival order), each with its position, one page at a time: memory holds
+        one page whatever the count. ``start`` resumes after a position."""
+        bounds = await self.top_page(webhook_id)
+        if bounds is None:
+            return
+        low, top = bounds
+        page = max(low, start.page) if start is not None else low
+        while page <= top:
+            rows = await self.page_heads(webhook_id, page, status)
+            rows = [
+                r
+                for r in rows
+                if _within(r, since, until)
+                and (start is None or page > start.page or _after(r, start))
+            ]
+            if rows:
+                bodies = {}
+                async for doc in self._bodies.find({"webhook_id": webhook_id, "page": page}):
+                    bodies[doc["_id"]] = doc
+                for row in rows:
+                    body = bodies.get(row.id)
+                    if body is None:
+                        continue  # deleted meanwhile (retention)
+                    yield _event_of(row, body), EventCursor(page, row.created_at, row.id)
+            page += 1
 
-    async def delete_owner_events(self, username: str, event_ids: Sequence[str]) -> int:
-        """Delete ``username``'s events among ``event_ids``; how many existed. One ``delete``
-        statement (on FerretDB v1 a statement per id would each scan the collection and hold a
-        connection); idempotent. The owner narrows nothing on MongoDB (``_id`` does) but is the
-        one condition FerretDB v1 pushes down to PostgreSQL: only the owner's documents are
-        decoded and matched against the ids, not the whole collection."""
-        query = {"username": username, "_id": {"$in": list(event_ids)}}
+    # ------------------------------------------------------------------ deleting
+
+    async def expired_pages(
+        self, username: str, before: datetime, batch_size: int = PAGE_SIZE
+    ) -> AsyncGenerator[ExpiredPage, None]:
+        """``username``'s events created before ``before``, page by page: a page entirely
+        older whole, a page that straddles the cut-off (or holds more than ``batch_size``) by
+        the ids of its older events, ``batch_size`` at a time."""
+        for summary in await self.summaries(username=username):
+            if summary.first_at >= before:
+                continue
+            if summary.last_at < before and summary.total <= batch_size:
+                yield ExpiredPage(summary.webhook_id, summary.page, summary.total, None)
+                continue
+            rows = await self.page_heads(summary.webhook_id, summary.page)
+            ids = [r.id for r in rows if r.created_at < before]
+            for start in range(0, len(ids), batch_size):
+                chunk = ids[start : start + batch_size]
+                yield ExpiredPage(summary.webhook_id, summary.page, len(chunk), chunk)
+
+    async def delete_page(self, expired: ExpiredPage) -> int:
+        """Delete the events of ``expired`` (heads and bodies) and recount the page; how many
+        heads existed. The owner's attempts go first (``AttemptRepository.delete_page``)."""
+        query: dict[str, Any] = {"webhook_id": expired.webhook_id, "page": expired.page}
+        if expired.event_ids is not None:
+            query["_id"] = {"$in": expired.event_ids}
+        await self._bodies.delete_many(query)
         result = await self._events.delete_many(query)
+        await self.recount([(expired.webhook_id, expired.page)])
+        if expired.event_ids is None:
+            await self._counters.update_one(
+                {"_id": expired.webhook_id}, {"$max": {"low": expired.page + 1}}
+            )
+        return result.deleted_count
+
+    async def purge_owner(self, username: str) -> int:
+        """Delete every event of ``username`` with its body, page summaries and counters."""
+        await self._bodies.delete_many({"username": username})
+        result = await self._events.delete_many({"username": username})
+        await self._pages.delete_many({"username": username})
+        await self._counters.delete_many({"username": username})
         return result.deleted_count
 
 
-def attempt_to_document(attempt: Attempt) -> dict[str, Any]:
+def _summary(doc: dict[str, Any]) -> PageSummary:
+    return PageSummary(
+        webhook_id=doc["webhook_id"], username=doc["username"], page=doc["page"],
+        first_at=doc["first_at"], last_at=doc["last_at"],
+        counts={s: int(doc.get(s.value, 0)) for s in _STATUSES},
+        rejected=int(doc.get("rejected", 0)),
+    )  # fmt: skip
+
+
+def _within(row: EventHead, since: datetime | None, until: datetime | None) -> bool:
+    return (since is None or row.created_at >= since) and (until is None or row.created_at < until)
+
+
+def _after(row: EventHead, position: EventCursor) -> bool:
+    if position.created_at is None or position.event_id is None:
+        return True
+    return (row.created_at, row.id) > (position.created_at, position.event_id)
+
+
+def _event_of(row: EventRow, body: dict[str, Any]) -> Event:
+    head = row.model_dump(include=set(EventHead.model_fields))
+    doc = dict(body)
+    return Event(
+        **head,
+        request_headers=headers_from_document(doc["request_headers"]),
+        body=body_from_document(doc, "request_body"),
+    )
+
+
+def attempt_to_document(attempt: Attempt, event_page: int | None = None) -> dict[str, Any]:
     doc = attempt.model_dump(mode="python", exclude={"id", "response_headers", "response_body"})
     doc.update(body_to_document("response_body", attempt.response_body))
     doc.update(_id=attempt.id, response_headers=headers_to_document(attempt.response_headers))
+    if event_page is not None:
+        doc["event_page"] = event_page
     return doc
 
 
 def attempt_from_document(doc: dict[str, Any]) -> Attempt:
     doc = dict(doc)
+    doc.pop("event_page", None)
     doc["id"] = doc.pop("_id")
     doc["response_headers"] = headers_from_document(doc["response_headers"])
     doc["response_body"] = body_from_document(doc, "response_body")
@@ -336,33 +774,132 @@ def attempt_from_document(doc: dict[str, Any]) -> Attempt:
 
 
 class AttemptRepository:
+    """Attempts carry their event's ``webhook_id`` and, once the event is recorded, its page
+    (``event_page``): retention deletes them page by page with the events."""
+
     def __init__(self, db: Database) -> None:
         self._attempts = db[Collections.ATTEMPTS]
+        self._events = EventRepository(db)
 
     async def upsert(self, attempt: Attempt) -> None:
         await self.upsert_many([attempt])
 
-    async def upsert_many(self, attempts: list[Attempt]) -> None:
-        operations = [
-            ReplaceOne({"_id": doc["_id"]}, doc, upsert=True)
-            for doc in map(attempt_to_document, attempts)
+    async def upsert_many(
+        self, attempts: list[Attempt], located: dict[str, tuple[str, int]] | None = None
+    ) -> None:
+        """Store ``attempts`` (idempotent). ``located`` (from ``EventRepository.locate``) gives
+        their events' pages; looked up here when not given."""
+        if not attempts:
+            return
+        if located is None:
+            located = await self._events.locate(a.event_id for a in attempts)
+        docs = [
+            attempt_to_document(a, located[a.event_id][1] if a.event_id in located else None)
+            for a in attempts
         ]
-        docs = [attempt_to_document(a) for a in attempts]
-        await _insert_or_upsert(self._attempts, docs, operations)
+        upserts: list[list[Statement]] = []
+        for doc in docs:
+            fields = {k: v for k, v in doc.items() if k not in ("_id", "event_page")}
+            update: dict[str, Any] = {"$set": fields}
+            if "event_page" in doc:
+                update["$setOnInsert"] = {"event_page": doc["event_page"]}
+            upserts.append([({"_id": doc["_id"]}, update, True)])
+        await _insert_or_upsert(self._attempts, docs, upserts)
 
     async def list_for_event(self, event_id: str) -> list[Attempt]:
-        cursor = self._attempts.find({"event_id": event_id}).sort([("started_at", 1), ("_id", 1)])
-        return [attempt_from_document(doc) async for doc in cursor]
+        docs = [doc async for doc in self._attempts.find({"event_id": event_id})]
+        docs.sort(key=lambda d: (d["started_at"], d["_id"]))
+        return [attempt_from_document(doc) for doc in docs]
 
-    async def delete_owner_attempts(self, username: str, event_ids: Sequence[str]) -> int:
-        """Delete every attempt of ``username``'s events ``event_ids``; how many. One ``delete``
-        statement (MongoDB reads the ``event_started`` index; ``username`` is what FerretDB v1
-        pushes down, as in ``EventRepository.delete_owner_events``); idempotent. An attempt
-        carries its event's owner (the forwarder copies it)."""
-        query = {"username": username, "event_id": {"$in": list(event_ids)}}
-        result = await self._attempts.delete_many(query)
-        return result.deleted_count
+    def _page_query(self, expired: ExpiredPage) -> dict[str, Any]:
+        query: dict[str, Any] = {"webhook_id": expired.webhook_id, "event_page": expired.page}
+        if expired.event_ids is not None:
+            query["event_id"] = {"$in": expired.event_ids}
+        return query
 
-    async def count_owner_attempts(self, username: str, event_ids: Sequence[str]) -> int:
-        query = {"username": username, "event_id": {"$in": list(event_ids)}}
-        return await self._attempts.count_documents(query)
+    async def delete_page(self, expired: ExpiredPage) -> int:
+        """Delete the attempts of the events of ``expired``; how many."""
+        return (await self._attempts.delete_many(self._page_query(expired))).deleted_count
+
+    async def count_page(self, expired: ExpiredPage) -> int:
+        return await self._attempts.count_documents(self._page_query(expired))
+
+    async def purge_owner(self, username: str) -> int:
+        return (await self._attempts.delete_many({"username": username})).deleted_count
+
+
+LAYOUT_VERSION: Final = 2
+"""1: an event was one document (head, headers and body); 2: heads, bodies and page summaries."""
+MIGRATION_CHUNK: Final = 100
+
+
+async def migrate_event_layout(db: Database) -> int:
+    """Upgrade events stored in layout 1 to layout 2, in place; how many. Idempotent and
+    resumable: a run that stops half-way leaves every event readable (an event of layout 1
+    is still read whole by ``get``), and the next run moves the rest.
+
+    Layout-1 events get positions *below* every position given so far (negative ``seq``), in
+    ``created_at`` order per webhook: they are older than anything recorded since the upgrade.
+    Their attempts learn their pages; the pages are counted; a marker in ``migrations`` makes
+    later runs skip the scan (on FerretDB v1 the search for layout-1 documents reads the
+    whole collection)."""
+    marker = db[Collections.MIGRATIONS]
+    done = await marker.find_one({"_id": "event_layout"})
+    if done is not None and done.get("version", 0) >= LAYOUT_VERSION:
+        return 0
+    events, attempts = db[Collections.EVENTS], db[Collections.ATTEMPTS]
+    repository = EventRepository(db)
+    by_webhook: dict[str, list[str]] = {}
+    async for doc in events.find({"request_body": {"$exists": True}}, {"webhook_id": 1}):
+        if "webhook_id" in doc:  # a status stub has none
+            by_webhook.setdefault(doc["webhook_id"], []).append(doc["_id"])
+    moved = 0
+    for webhook_id, ids in by_webhook.items():
+        docs = await _gather_limited(events.find_one({"_id": i}) for i in ids)
+        old = sorted((d for d in docs if d and "request_body" in d), key=_doc_order)
+        if not old:
+            continue
+        counter = await db[Collections.EVENT_COUNTERS].find_one_and_update(
+            {"_id": webhook_id},
+            {"$inc": {"below": len(old)}, "$set": {"username": old[0]["username"]}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        assert counter is not None  # an upsert returning the document after
+        first_seq = -int(counter["below"])
+        pages: set[tuple[str, int]] = set()
+        for offset in range(0, len(old), MIGRATION_CHUNK):
+            chunk = old[offset : offset + MIGRATION_CHUNK]
+            bodies, heads = [], []
+            for index, doc in enumerate(chunk, start=first_seq + offset):
+                page = index // PAGE_SIZE
+                pages.add((webhook_id, page))
+                event = event_from_documents(doc, None)
+                body = {**event_body_document(event), "page": page}
+                del body["_id"]
+                bodies.append(UpdateOne({"_id": event.id}, {"$set": body}, upsert=True))
+                heads.append(
+                    UpdateOne(
+                        {"_id": event.id},
+                        {
+                            "$set": {"seq": index, "page": page, "body_size": len(event.body)},
+                            "$unset": dict.fromkeys(_BODY_FIELDS, ""),
+                        },
+                    )
+                )
+                await attempts.update_many({"event_id": event.id}, {"$set": {"event_page": page}})
+            await _bulk_write(db[Collections.EVENT_BODIES], bodies)  # body first: never lost
+            await _bulk_write(events, heads)
+            moved += len(chunk)
+        await db[Collections.EVENT_COUNTERS].update_one(
+            {"_id": webhook_id}, {"$min": {"low": first_seq // PAGE_SIZE}}
+        )
+        await repository.recount(pages)
+    await marker.replace_one(
+        {"_id": "event_layout"}, {"version": LAYOUT_VERSION, "moved": moved}, upsert=True
+    )
+    return moved
+
+
+def _doc_order(doc: dict[str, Any]) -> tuple[datetime, str]:
+    return doc["created_at"], doc["_id"]

@@ -8,6 +8,7 @@ no longer move it.
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pymongo import ReturnDocument
 
 from hookbay_common.db.client import Collections, Database
-from hookbay_common.db.events import event_from_document
+from hookbay_common.db.events import EventCursor, EventRepository
 from hookbay_common.models import Event, EventStatus
 
 
@@ -29,8 +30,8 @@ class ReplayJobStatus(StrEnum):
 class ReplayJob(BaseModel):
     """A bulk replay of a webhook's failed events created before ``created_at``.
 
-    ``after_created_at`` / ``after_id`` is the last event of the last recorded page (oldest
-    first); ``published`` counts the events of the recorded pages."""
+    ``after_page`` / ``after_created_at`` / ``after_id`` is the position of the last event
+    published (oldest first, ``hookbay_common.db.events.EventCursor``); ``published`` counts the events of the recorded pages."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -47,6 +48,7 @@ class ReplayJob(BaseModel):
     created_at: datetime
     finished_at: datetime | None = None
     error: str | None = None
+    after_page: int | None = None
     after_created_at: datetime | None = None
     after_id: str | None = None
     lease_owner: str | None = None
@@ -66,21 +68,16 @@ def _from_document(doc: dict[str, Any]) -> ReplayJob:
     return ReplayJob.model_validate(doc)
 
 
-def _failed_before(webhook_id: str, before: datetime) -> dict[str, Any]:
-    """Failed events of the webhook created before ``before``; events rejected by their
-    signature are failed too but never forwarded, so they are left out."""
-    return {
-        "webhook_id": webhook_id,
-        "status": EventStatus.FAILED.value,
-        "rejected_reason": None,
-        "created_at": {"$lt": before},
-    }
+def _replayable(event: Event, before: datetime) -> bool:
+    """A failed event created before ``before``; events rejected by their signature are failed
+    too but never forwarded, so they are left out."""
+    return event.rejected_reason is None and event.created_at < before
 
 
 class ReplayJobRepository:
     def __init__(self, db: Database) -> None:
         self._jobs = db[Collections.REPLAY_JOBS]
-        self._events = db[Collections.EVENTS]
+        self._events = EventRepository(db)
 
     async def create(self, job: ReplayJob) -> ReplayJob:
         await self._jobs.insert_one(_to_document(job))
@@ -114,7 +111,13 @@ class ReplayJobRepository:
         return _from_document(doc) if doc else None
 
     async def advance(
-        self, job_id: str, owner: str, *, last: Event, count: int, lease_until: datetime
+        self,
+        job_id: str,
+        owner: str,
+        *,
+        last: EventCursor,
+        count: int,
+        lease_until: datetime,
     ) -> ReplayJob | None:
         """Record that the events up to ``last`` are published (``count`` more) and renew the
         lease; ``None`` when ``owner`` no longer holds the job."""
@@ -122,8 +125,9 @@ class ReplayJobRepository:
             self._held(job_id, owner),
             {
                 "$set": {
+                    "after_page": last.page,
                     "after_created_at": last.created_at,
-                    "after_id": last.id,
+                    "after_id": last.event_id,
                     "lease_until": lease_until,
                 },
                 "$inc": {"published": count},
@@ -161,30 +165,28 @@ class ReplayJobRepository:
         return {"_id": job_id, "lease_owner": owner, "status": ReplayJobStatus.RUNNING.value}
 
     async def count_failed(self, webhook_id: str, *, before: datetime) -> int:
-        """How many events a bulk replay started at ``before`` would publish, if no status changes
-        meanwhile (see ``failed_page``)."""
-        return await self._events.count_documents(_failed_before(webhook_id, before))
+        """How many failed events of the webhook were created before ``before`` (a bulk replay
+        started then publishes these, less those rejected by their signature, if no status
+        changes meanwhile; see ``failed_page``). From the page summaries."""
+        return await self._events.count_replayable(webhook_id, before)
 
-    async def failed_page(
-        self,
-        webhook_id: str,
-        *,
-        before: datetime,
-        after_created_at: datetime | None,
-        after_id: str | None,
-        limit: int,
-    ) -> list[Event]:
-        """The next ``limit`` failed events of the webhook created before ``before``, oldest
-        first (``created_at``, then ``_id``), after the position ``after_created_at`` /
-        ``after_id`` (``None``: from the start).
+    async def failed_page(self, job: ReplayJob, *, limit: int) -> list[tuple[Event, EventCursor]]:
+        """The next ``limit`` failed events of the job's webhook created before the job, oldest
+        first (arrival order), after the job's position, each with its position.
 
         The status is read when the page is: an event failed at the job's start that succeeded
         meanwhile (e.g. replayed on its own) is skipped, one that failed since is included."""
-        query = _failed_before(webhook_id, before)
-        if after_created_at is not None and after_id is not None:
-            query["$or"] = [
-                {"created_at": {"$gt": after_created_at}},
-                {"created_at": after_created_at, "_id": {"$gt": after_id}},
-            ]
-        cursor = self._events.find(query).sort([("created_at", 1), ("_id", 1)]).limit(limit)
-        return [event_from_document(doc) async for doc in cursor]
+        start = None
+        if job.after_page is not None:
+            start = EventCursor(job.after_page, job.after_created_at, job.after_id)
+        found: list[tuple[Event, EventCursor]] = []
+        events = self._events.stream_for_webhook(
+            job.webhook_id, EventStatus.FAILED, until=job.created_at, start=start
+        )
+        async with aclosing(events):
+            async for event, position in events:
+                if _replayable(event, job.created_at):
+                    found.append((event, position))
+                    if len(found) == limit:
+                        break
+        return found

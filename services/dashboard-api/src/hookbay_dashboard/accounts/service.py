@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from argon2 import PasswordHasher
 
@@ -25,8 +24,6 @@ from hookbay_common.plans import PlanBook
 from hookbay_common.secrets_box import hash_api_token, new_api_token
 
 MIN_PASSWORD_LENGTH = 8
-PURGE_BATCH = 500
-_END_OF_TIME = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -117,10 +114,8 @@ class AccountService:
                 await self._publisher.webhook_deleted(username, webhook.name)
         await self._tokens.delete_for_owner(username)
         await data.sessions.delete_for_owner(username)
-        batches = data.events.expired_id_batches(username, _END_OF_TIME, PURGE_BATCH)
-        async for ids in batches:
-            await data.attempts.delete_owner_attempts(username, ids)
-            await data.events.delete_owner_events(username, ids)
+        await data.attempts.purge_owner(username)
+        await data.events.purge_owner(username)
 
     async def _published(self, user: User) -> User:
         if self._publisher is not None:

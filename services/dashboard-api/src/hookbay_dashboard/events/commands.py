@@ -221,8 +221,8 @@ def _replacing(path: Path) -> Iterator[IO[bytes]]:
 @json_option
 @pass_state
 def tail(state: CliState, username: str, name: str) -> None:
-    """Follow new events of USERNAME's webhook NAME live: one line per event as it is recorded
-    (with --json, one JSON object per line), until Ctrl-C."""
+    """Follow new events of USERNAME's webhook NAME live: one line per event as it is recorded,
+    and again when its status changes (with --json, one JSON object per line), until Ctrl-C."""
     from hookbay_common.db import EventRepository, WebhookRepository
     from hookbay_dashboard.settings import DashboardSettings
     from hookbay_dashboard.tail.service import TailService
@@ -235,8 +235,8 @@ def tail(state: CliState, username: str, name: str) -> None:
         )
         followed = await tails.follow(username, name)
         click.echo(f"following {username}/{name}; Ctrl-C to stop", err=True)
-        async for event in followed:
-            click.echo(_tail_line(event, as_json=state.json))
+        async for item in followed:  # a status change prints the event's line again
+            click.echo(_tail_line(item.event, as_json=state.json))
 
     # Ctrl-C is how a tail ends: asyncio.run cancels the work (closing the database client)
     # and re-raises the interrupt, which is a normal exit here.

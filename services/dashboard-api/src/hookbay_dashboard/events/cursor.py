@@ -1,8 +1,10 @@
 """Opaque, signed keyset cursors for a webhook's event list.
 
-A cursor is ``base64url(JSON) + "." + base64url(HMAC-SHA256)``; the JSON is ``{"v": 1, "w":
-webhook id, "s": status filter, "t": created_at in epoch milliseconds, "i": event id}`` of the
-last event of the page. The signature, under a key of its own derived from the secret key,
+A cursor is ``base64url(JSON) + "." + base64url(HMAC-SHA256)``; the JSON is ``{"v": 2, "w":
+webhook id, "s": status filter, "p": page, "t": created_at in epoch milliseconds, "i": event
+id}`` of the last event of the page (``t`` and ``i`` null: the top of page ``p``, where a list
+that read its page budget stopped). Cursors of version 1 (before pages) are refused as
+``Invalid cursor``: a client starts the list again. The signature, under a key of its own derived from the secret key,
 keeps clients from forging positions; the webhook and filter inside keep a cursor from being
 used on another list.
 """
@@ -20,7 +22,7 @@ from typing import Any, Final
 from hookbay_common.db.events import EventCursor
 from hookbay_common.errors import InvalidCursor
 
-VERSION: Final = 1
+VERSION: Final = 2
 _KEY_LABEL: Final = b"hookbay/event-cursor/v1\0"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -32,11 +34,16 @@ def cursor_key(secret_key: str) -> bytes:
 
 
 def encode_cursor(key: bytes, webhook_id: str, status: str, position: EventCursor) -> str:
-    created_at = position.created_at
-    if created_at.tzinfo is None:
-        created_at = created_at.replace(tzinfo=UTC)
-    millis = (created_at - _EPOCH) // timedelta(milliseconds=1)
-    payload = {"v": VERSION, "w": webhook_id, "s": status, "t": millis, "i": position.event_id}
+    millis = None
+    if position.created_at is not None:
+        created_at = position.created_at
+        if created_at.tzinfo is None:
+            created_at = created_at.replace(tzinfo=UTC)
+        millis = (created_at - _EPOCH) // timedelta(milliseconds=1)
+    payload = {
+        "v": VERSION, "w": webhook_id, "s": status, "p": position.page, "t": millis,
+        "i": position.event_id,
+    }  # fmt: skip
     body = _b64encode(json.dumps(payload, separators=(",", ":")).encode())
     return f"{body}.{_b64encode(_sign(key, body))}"
 
@@ -56,14 +63,18 @@ def decode_cursor(key: bytes, token: str, webhook_id: str, status: str) -> Event
         raise InvalidCursor("made for another webhook")
     if payload.get("s") != status:
         raise InvalidCursor("made for another status filter")
-    millis, event_id = payload.get("t"), payload.get("i")
+    page, millis, event_id = payload.get("p"), payload.get("t"), payload.get("i")
+    if type(page) is not int:
+        raise InvalidCursor("malformed")
+    if millis is None and event_id is None:
+        return EventCursor(page)
     if type(millis) is not int or not isinstance(event_id, str):
         raise InvalidCursor("malformed")
     try:
         created_at = _EPOCH + timedelta(milliseconds=millis)  # exact, unlike a float
     except OverflowError:
         raise InvalidCursor("malformed") from None
-    return EventCursor(created_at, event_id)
+    return EventCursor(page, created_at, event_id)
 
 
 def _payload(body: str) -> dict[str, Any]:

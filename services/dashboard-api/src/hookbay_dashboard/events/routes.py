@@ -8,9 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
+from pydantic import AwareDatetime
 
 from hookbay_dashboard.deps import CurrentUser, EventsDep, SettingsDep
 from hookbay_dashboard.events.schemas import (
+    EventCounts,
     EventDetail,
     EventPage,
     EventRead,
@@ -45,6 +47,16 @@ def page_limit(
     return limit
 
 
+Since = Annotated[
+    AwareDatetime | None,
+    Query(description="Only events received at or after this instant (ISO 8601 with an offset)."),
+]
+Until = Annotated[
+    AwareDatetime | None,
+    Query(description="Only events received before this instant (ISO 8601 with an offset)."),
+]
+
+
 def _attachment(filename: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{filename}"'}
 
@@ -62,14 +74,24 @@ async def list_events(
     request_id: Annotated[
         str | None, Query(description="Only the event of this request (req_...).")
     ] = None,
+    since: Since = None,
+    until: Until = None,
 ) -> EventPage:
     """The webhook's events, newest first, one page at a time. ``all`` includes pending
     events. A cursor is valid only for the webhook and status filter that issued it (else 400
     ``Invalid cursor``); events arriving while paging appear above it, never in later pages."""
     return await events.page(
         principal.username, name, status=status, limit=limit, cursor=cursor,
-        request_id=request_id,
+        request_id=request_id, since=since, until=until,
     )  # fmt: skip
+
+
+@router.get("/webhooks/{name}/events/counts", response_model=EventCounts)
+async def count_events(
+    name: str, principal: CurrentUser, events: EventsDep, since: Since = None, until: Until = None
+) -> EventCounts:
+    """The webhook's events per status (the list's tabs), received in [since, until)."""
+    return await events.counts(principal.username, name, since=since, until=until)
 
 
 @router.get(
@@ -78,12 +100,17 @@ async def list_events(
     responses={200: {"model": list[EventRead], "description": "A JSON array, as a download."}},
 )
 async def export_events(
-    name: str, principal: CurrentUser, events: EventsDep, status: StatusFilter = StatusFilter.ALL
+    name: str,
+    principal: CurrentUser,
+    events: EventsDep,
+    status: StatusFilter = StatusFilter.ALL,
+    since: Since = None,
+    until: Until = None,
 ) -> StreamingResponse:
     """Every event of the webhook matching ``status``, oldest first, streamed as one JSON array
     of ``EventRead`` (the detail without attempts) as a download. Any size: the server holds
     one chunk at a time."""
-    stream = await events.open_export(principal.username, name, status)
+    stream = await events.open_export(principal.username, name, status, since=since, until=until)
     return StreamingResponse(
         stream, media_type="application/json", headers=_attachment(stream.filename)
     )

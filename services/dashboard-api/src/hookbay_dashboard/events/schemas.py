@@ -17,6 +17,7 @@ from hookbay_common.models import (
     BodyEncoding,
     Event,
     EventHead,
+    EventRow,
     EventStatus,
     RejectedReason,
     body_to_text,
@@ -38,7 +39,8 @@ class StatusFilter(StrEnum):
 
 
 class EventSummary(BaseModel):
-    """An event in a list: no request headers, no body."""
+    """An event in a list: no request headers, no body; its body's size and its latest
+    attempt's outcome (null until there is one)."""
 
     id: str
     request_id: str
@@ -50,21 +52,49 @@ class EventSummary(BaseModel):
     content_type: str | None
     client_ip: str
     signature_valid: bool | None = Field(description="null when the webhook has no secret.")
+    body_size: int | None = Field(
+        default=None,
+        description="Bytes of the request body; null for events recorded before the paged layout.",
+    )
+    last_status_code: int | None = Field(
+        default=None, description="HTTP status of the latest attempt; null: none, or no response."
+    )
+    last_latency_ms: float | None = Field(
+        default=None, description="Latency of the latest attempt."
+    )
+    last_error: str | None = Field(
+        default=None, description="Why the latest attempt got no response (timeout, refused...)."
+    )
+    next_retry_at: Timestamp | None = Field(
+        default=None, description="When the next retry is due; null when none is scheduled."
+    )
 
     @classmethod
     def of(cls, head: EventHead) -> EventSummary:
+        extra: dict[str, Any] = {}
+        if isinstance(head, EventRow):
+            extra = dict(
+                body_size=head.body_size, last_status_code=head.last_status_code,
+                last_latency_ms=head.last_latency_ms, last_error=head.last_error,
+                next_retry_at=head.next_retry_at,
+            )  # fmt: skip
+        elif isinstance(head, Event):
+            extra = {"body_size": len(head.body)}
         return cls(
             id=head.id, request_id=head.request_id, webhook_id=head.webhook_id,
             webhook_name=head.webhook_name, created_at=head.created_at, status=head.status,
             rejected_reason=head.rejected_reason, content_type=head.content_type,
-            client_ip=head.client_ip, signature_valid=head.signature_valid,
+            client_ip=head.client_ip, signature_valid=head.signature_valid, **extra,
         )  # fmt: skip
 
 
 class EventPage(BaseModel):
     items: list[EventSummary]
     next_cursor: str | None = Field(
-        description="Pass as ?cursor= for the next (older) page; null on the last page."
+        description=(
+            "Pass as ?cursor= for the next (older) page; null on the last page. A page may hold "
+            "fewer than `limit` events and still a cursor when the filter matches few events."
+        )
     )
 
 

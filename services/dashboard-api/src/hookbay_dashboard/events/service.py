@@ -26,8 +26,6 @@ from hookbay_dashboard.events.schemas import (
 
 OVERVIEW_WINDOW: Final = timedelta(hours=24)
 RECENT_EVENTS: Final = 10
-EXPORT_BATCH: Final = 500
-"""Documents per database round trip of an export."""
 EXPORT_CHUNK_BYTES: Final = 64 * 1024
 """An export is written in chunks of about this size (or one event, when it is larger)."""
 
@@ -97,32 +95,49 @@ class EventService:
         limit: int = 50,
         cursor: str | None = None,
         request_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> EventPage:
         """Up to ``limit`` of the webhook's events, newest first, and the cursor of the next
-        (older) page when there is one. Events arriving between pages land above the cursor,
-        so the pages of the original events neither repeat nor skip one. ``request_id`` looks
-        up that one request instead (0 or 1 item, no next page; ``cursor`` is then ignored).
-        ``InvalidCursor`` for a cursor this list did not issue (other webhook or filter)."""
+        (older) page when there may be one. Events arriving between pages land above the
+        cursor, so the pages of the original events neither repeat nor skip one. A page may
+        hold fewer than ``limit`` events and still a cursor (a filter matching few events: one
+        request reads a bounded part of the webhook). ``request_id`` looks up that one request
+        instead (0 or 1 item, no next page; ``cursor`` is then ignored). ``InvalidCursor`` for
+        a cursor this list did not issue (other webhook or filter)."""
         if limit < 1:
             raise InvalidRequest(f"limit must be at least 1, not {limit}")
+        _check_range(since, until)
         webhook = await self._webhooks.require(username, webhook_name)
         if request_id is not None:
-            heads = await self._events.heads_for_webhook(
-                webhook.id, status=status.status, limit=1, request_id=request_id
-            )
-            return EventPage(items=[EventSummary.of(h) for h in heads], next_cursor=None)
+            found = await self._events.heads_for_webhook(
+                webhook.id, status=status.status, limit=1, request_id=request_id,
+                since=since, until=until,
+            )  # fmt: skip
+            return EventPage(items=[EventSummary.of(h) for h in found.heads], next_cursor=None)
         after = None
         if cursor is not None:
             after = decode_cursor(self._cursor_key, cursor, webhook.id, status.value)
-        heads = await self._events.heads_for_webhook(
-            webhook.id, status=status.status, limit=limit + 1, after=after
+        found = await self._events.heads_for_webhook(
+            webhook.id, status=status.status, limit=limit, after=after, since=since, until=until
         )
         next_cursor = None
-        if len(heads) > limit:
-            last = heads[limit - 1]
-            position = EventCursor(last.created_at, last.id)
-            next_cursor = encode_cursor(self._cursor_key, webhook.id, status.value, position)
-        return EventPage(items=[EventSummary.of(h) for h in heads[:limit]], next_cursor=next_cursor)
+        if found.after is not None:
+            next_cursor = encode_cursor(self._cursor_key, webhook.id, status.value, found.after)
+        return EventPage(items=[EventSummary.of(h) for h in found.heads], next_cursor=next_cursor)
+
+    async def counts(
+        self,
+        username: str,
+        webhook_name: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> EventCounts:
+        """The webhook's events per status, ``created_at`` in [since, until)."""
+        _check_range(since, until)
+        webhook = await self._webhooks.require(username, webhook_name)
+        return _counts(await self._events.counts(webhook.id, since=since, until=until))
 
     async def detail(self, username: str, event_id: str) -> EventDetail:
         """The event with every attempt, oldest first."""
@@ -130,15 +145,24 @@ class EventService:
         return EventDetail.with_attempts(event, await self._attempts.list_for_event(event.id))
 
     async def open_export(
-        self, username: str, webhook_name: str, status: StatusFilter
+        self,
+        username: str,
+        webhook_name: str,
+        status: StatusFilter,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> ExportStream:
         """Check the webhook (``WebhookNotFound`` here, before any byte is sent), then return
-        the stream of its events matching ``status``, oldest first, each shaped like
-        ``EventRead`` — the detail without attempts: attempts per event would make an export
-        one query per event."""
+        the stream of its events matching ``status`` (and ``created_at`` in [since, until)),
+        oldest first, each shaped like ``EventRead`` — the detail without attempts: attempts
+        per event would make an export one query per event."""
+        _check_range(since, until)
         webhook = await self._webhooks.require(username, webhook_name)
-        events = self._events.stream_for_webhook(webhook.id, status.status, batch_size=EXPORT_BATCH)
-        return ExportStream(webhook, status, events)
+        positioned = self._events.stream_for_webhook(
+            webhook.id, status.status, since=since, until=until
+        )
+        return ExportStream(webhook, status, _events_only(positioned))
 
     async def count(self, username: str, webhook_name: str, status: StatusFilter) -> int:
         """How many events an export with ``status`` holds right now."""
@@ -147,15 +171,18 @@ class EventService:
 
     async def overview(self, username: str) -> Overview:
         """Per webhook (by name): the last 24 hours' counts and success rate, and when its
-        newest event arrived; plus the owner's newest events across webhooks."""
+        newest event arrived; plus the owner's newest events across webhooks. From the owner's
+        page summaries (one query), plus the heads of the pages that straddle the window."""
         webhooks = await self._webhooks.list_for_owner(username)
-        counts = await self._events.counts_since(username, utcnow() - OVERVIEW_WINDOW)
+        summaries = await self._events.summaries(username=username)
+        since = utcnow() - OVERVIEW_WINDOW
         rows = []
         for webhook in webhooks:
-            by_status = counts.get(webhook.id, {})
-            last = await self._events.last_created_at(webhook.id)
+            mine = [s for s in summaries if s.webhook_id == webhook.id]
+            by_status = await self._events.counts_from(mine, since)
+            last = max((s.last_at for s in mine), default=None)
             rows.append(_webhook_overview(webhook, by_status, last))
-        recent = await self._events.recent_heads_for_owner(username, RECENT_EVENTS)
+        recent = await self._events.recent_heads_from(summaries, RECENT_EVENTS)
         return Overview(webhooks=rows, recent_events=[EventSummary.of(h) for h in recent])
 
     async def _owned_event(self, username: str, event_id: str) -> Event:
@@ -165,19 +192,39 @@ class EventService:
         return event
 
 
-def _webhook_overview(
-    webhook: Webhook, by_status: dict[EventStatus, int], last: datetime | None
-) -> WebhookOverview:
+def _check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since >= until:
+        raise InvalidRequest("since must be earlier than until")
+
+
+async def _events_only(
+    positioned: AsyncGenerator[tuple[Event, EventCursor], None],
+) -> AsyncGenerator[Event, None]:
+    try:
+        async for event, _ in positioned:
+            yield event
+    finally:
+        await positioned.aclose()
+
+
+def _counts(by_status: dict[EventStatus, int]) -> EventCounts:
     success = by_status.get(EventStatus.SUCCESS, 0)
     failed = by_status.get(EventStatus.FAILED, 0)
     pending = by_status.get(EventStatus.PENDING, 0)
-    decided = success + failed
+    return EventCounts(
+        success=success, failed=failed, pending=pending, total=success + failed + pending
+    )
+
+
+def _webhook_overview(
+    webhook: Webhook, by_status: dict[EventStatus, int], last: datetime | None
+) -> WebhookOverview:
+    counts = _counts(by_status)
+    decided = counts.success + counts.failed
     return WebhookOverview(
         name=webhook.name,
         active=webhook.active,
-        counts_24h=EventCounts(
-            success=success, failed=failed, pending=pending, total=success + failed + pending
-        ),
-        success_rate_24h=success / decided if decided else None,
+        counts_24h=counts,
+        success_rate_24h=counts.success / decided if decided else None,
         last_event_at=last,
     )

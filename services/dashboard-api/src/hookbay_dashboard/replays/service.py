@@ -310,16 +310,14 @@ class ReplayJobRunner:
             reason = "was deleted" if webhook is None else "has no forward URL any more"
             await self._finish(job, ReplayJobStatus.FAILED, f"the webhook {reason}")
             return None
-        events = await self._jobs.failed_page(
-            job.webhook_id, before=job.created_at, after_created_at=job.after_created_at,
-            after_id=job.after_id, limit=self._page_size,
-        )  # fmt: skip
+        found = await self._jobs.failed_page(job, limit=self._page_size)
+        events = [event for event, _ in found]
         if not events:
             await self._finish(job, ReplayJobStatus.DONE, None)
             return None
         await self.publisher.publish(_tasks(events, webhook.forward_url))
         advanced = await self._jobs.advance(
-            job.id, self.owner, last=events[-1], count=len(events),
+            job.id, self.owner, last=found[-1][1], count=len(events),
             lease_until=utcnow() + timedelta(seconds=self.lease),
         )  # fmt: skip
         if advanced is None:

@@ -9,9 +9,8 @@ import anyio
 from fastapi import APIRouter, Header
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 
-from hookbay_common.models import EventHead
 from hookbay_dashboard.deps import CurrentUser, TailDep
-from hookbay_dashboard.tail.service import summarize
+from hookbay_dashboard.tail.service import TailItem, TailKind, summarize
 
 router = APIRouter(tags=["events"])
 
@@ -20,20 +19,19 @@ PING_SECONDS: Final = 15
 (nginx and most cloud balancers: 60 s)."""
 RETRY_MS: Final = 3000
 """How long a browser's ``EventSource`` waits before reconnecting (with ``Last-Event-ID``)."""
-SSE_EVENT: Final = "event"
 SHUTDOWN_GRACE_SECONDS: Final = 2.0
 """On server shutdown the tail stops polling and the stream ends cleanly (a final empty chunk,
 so the browser reconnects to another replica) instead of being cut; within this grace, which
 stays below uvicorn's graceful-shutdown timeout (10 s)."""
 
 
-async def _messages(events: AsyncIterator[EventHead]) -> AsyncIterator[JSONServerSentEvent]:
+async def _messages(items: AsyncIterator[TailItem]) -> AsyncIterator[JSONServerSentEvent]:
     first = True
-    async for event in events:
+    async for item in items:
         yield JSONServerSentEvent(
-            data=summarize(event).model_dump(mode="json"),
-            event=SSE_EVENT,
-            id=event.id,
+            data=summarize(item.event).model_dump(mode="json"),
+            event=item.kind.value,
+            id=item.event.id if item.kind is TailKind.EVENT else None,
             retry=RETRY_MS if first else None,
         )
         first = False
@@ -46,9 +44,11 @@ async def _messages(events: AsyncIterator[EventHead]) -> AsyncIterator[JSONServe
         200: {
             "description": (
                 "A text/event-stream: one `event: event` per new event of the webhook (`id:` the "
-                "event id, `data:` the event's EventSummary as JSON, sent once with the status it "
-                "had when first seen), keep-alive comments every 15 s. Resumes after "
-                "the `Last-Event-ID` header's event when the client reconnects."
+                "event id, `data:` the event's EventSummary as JSON, with the status it had when "
+                "first seen), then one `event: status` (no `id:`, `data:` the EventSummary) each "
+                "time the status or latest attempt of an event shown in the last minute changes; "
+                "keep-alive comments every 15 s. Resumes after the `Last-Event-ID` header's "
+                "event when the client reconnects."
             ),
             "content": {"text/event-stream": {}},
         }
@@ -62,7 +62,8 @@ async def stream_events(
 ) -> EventSourceResponse:
     """Follow the webhook's new events live. The webhook is checked before streaming starts
     (404 as JSON); the stream then lasts until the client disconnects or the server stops.
-    Served from the database, so any replica can serve any tail."""
+    Served from the database through one shared feed per webhook and replica, so any
+    replica can serve any tail and more tails cost no more database reads."""
     stopping = anyio.Event()
     events = await tail.follow(principal.username, name, last_event_id=last_event_id, stop=stopping)
     return EventSourceResponse(

@@ -1,41 +1,65 @@
-"""The live tail: a webhook's new events as they are recorded, found by polling the database.
+"""The live tail: a webhook's new events, and their status changes, as they are recorded.
 
-Why polling: FerretDB v1 has no change streams, and a replica's own memory would only see what
-passes through that replica, while events arrive through ingest and the recorder and a tail may
-be served by any dashboard replica behind the load balancer. The database is the one place that
-sees every event, so every replica asks it.
+One feed per followed webhook and replica, shared by every tail open on it: a background task
+reads the webhook's newest pages once per ``poll_interval`` and fans what changed out to each
+open tail in memory. Ten browser tabs (or fifty) following one webhook cost the database what
+one does; the feed stops when its last tail closes. Why the database and not Kafka: a tail
+shows what the event list shows (recorded events, with their status), the database is the one
+place that sees every recorded event whichever replica serves the tail, and FerretDB v1 has no
+change streams. A read of the newest pages is an equality match on (webhook, page):
+``hookbay_common.db.events``.
 
-How "new" is decided: each poll reads the webhook's events created in the last ``lookback``
-(``TAIL_LOOKBACK``, 60 s) and emits those whose id it has not emitted or skipped before. The
-window exists because the recorder writes an event a little after its ``created_at`` (Kafka lag,
-a recorder restart): an event recorded up to ``lookback`` after it was received still appears;
-one recorded later than that is missed by the tail (it is still in the event list). Ids leave
-the tail's memory as their events leave the window, so the memory stays bounded by the events
-of one window. Each event is emitted once, as it was when first seen (usually ``pending``): a
-later status change is not sent again (the event list and detail show it).
+What is "new": each read covers the events created in the last ``lookback``
+(``TAIL_LOOKBACK``, 60 s) and emits, per tail, an event whose id it has not seen (``event``),
+and an event seen before whose status changed since (``status``). The window exists because the
+recorder writes an event a little after its ``created_at`` (Kafka lag, a recorder restart): an
+event recorded up to ``lookback`` after it was received still appears; one recorded later is
+missed by the tail (the event list has it). A status that changes after the event left the
+window (a retry minutes later) is not pushed either. Memory holds one window per feed.
 
-Cost on FerretDB v1.24: every poll is a filtered query, which scans the whole events collection
-(docs/ferretdb-backends.md); each open tail adds one such query per ``poll_interval``.
+A tail that does not keep up (``QUEUE_LIMIT`` items waiting) is ended; a browser's
+``EventSource`` reconnects with ``Last-Event-ID`` and resumes.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Final
 
 import anyio
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db import EventRepository, WebhookRepository
 from hookbay_common.ids import IdPrefix, has_prefix
-from hookbay_common.models import EventHead
+from hookbay_common.logs import get_logger
+from hookbay_common.models import EventHead, EventRow, EventStatus
 from hookbay_dashboard.events.schemas import EventSummary
+
+log = get_logger("hookbay.tail")
 
 TAIL_LOOKBACK: Final = timedelta(seconds=60)
 """How long after its ``created_at`` a recorded event can still show up in a tail."""
-TAIL_BATCH: Final = 100
-"""Events per query; a busier window is read in several queries."""
+QUEUE_LIMIT: Final = 10_000
+"""Items waiting for one tail before it is ended as too slow."""
+
+
+class TailKind(StrEnum):
+    EVENT = "event"
+    """An event the tail has not shown yet."""
+    STATUS = "status"
+    """An event shown before whose status changed."""
+
+
+@dataclass(frozen=True)
+class TailItem:
+    kind: TailKind
+    event: EventRow
 
 
 def summarize(event: EventHead) -> EventSummary:
@@ -43,24 +67,40 @@ def summarize(event: EventHead) -> EventSummary:
     return EventSummary.of(event)
 
 
-class _Seen:
-    """Ids already emitted (or present when the tail started), with their ``created_at``."""
+class TailMetrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.reads = Counter(
+            "hookbay_dashboard_tail_reads",
+            "Database reads of the live-tail feeds (one per followed webhook per poll).",
+            registry=registry,
+        )
+        self.feeds = Gauge(
+            "hookbay_dashboard_tail_feeds", "Webhooks followed by live tails.", registry=registry
+        )
+        self.tails = Gauge("hookbay_dashboard_tails", "Open live tails.", registry=registry)
 
+
+class _Tail:
     def __init__(self) -> None:
-        self._ids: dict[str, datetime] = {}
+        self.queue: asyncio.Queue[TailItem | None] = asyncio.Queue(QUEUE_LIMIT)
 
-    def add(self, events: Iterable[EventHead]) -> None:
-        self._ids.update((e.id, e.created_at) for e in events)
+    def put(self, item: TailItem | None) -> bool:
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            return False
+        return True
 
-    def fresh(self, events: Iterable[EventHead]) -> list[EventHead]:
-        """The events not seen before, in the given order, now remembered as seen."""
-        new = [e for e in events if e.id not in self._ids]
-        self.add(new)
-        return new
 
-    def forget_before(self, since: datetime) -> None:
-        """Drop ids older than the window; the window's query never returns them again."""
-        self._ids = {i: created for i, created in self._ids.items() if created >= since}
+@dataclass
+class _Feed:
+    """One followed webhook: the window as last read, and the tails following it."""
+
+    webhook_id: str
+    window: dict[str, EventRow] = field(default_factory=dict)
+    tails: set[_Tail] = field(default_factory=set)
+    task: asyncio.Task[None] | None = None
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class TailService:
@@ -71,13 +111,14 @@ class TailService:
         *,
         poll_interval: float,
         lookback: timedelta = TAIL_LOOKBACK,
-        batch: int = TAIL_BATCH,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self._webhooks = webhooks
         self._events = events
         self._poll_interval = poll_interval
         self._lookback = lookback
-        self._batch = batch
+        self._feeds: dict[str, _Feed] = {}
+        self.metrics = TailMetrics(registry or CollectorRegistry())
 
     async def follow(
         self,
@@ -86,59 +127,99 @@ class TailService:
         *,
         last_event_id: str | None = None,
         stop: anyio.Event | None = None,
-    ) -> AsyncIterator[EventHead]:
-        """The webhook's events recorded from now on, each once, in the order they are found
-        (oldest first within one poll); the iterator never ends by itself.
+    ) -> AsyncIterator[TailItem]:
+        """The webhook's events recorded from now on (and status changes of those it showed),
+        in the order they are found (oldest first within one read); the iterator ends only
+        when ``stop`` is set or the tail falls too far behind.
 
         Awaiting this checks the webhook (``WebhookNotFound``, also for another owner's) and
         takes the starting point, so an error comes before any streaming and an event recorded
         after the await returns is emitted. ``last_event_id`` (a resumed SSE stream) also
-        emits the window's events whose id sorts after it (ids sort by arrival time); one
-        recorded late with an earlier id, while the client was away, is not re-sent. Once
-        ``stop`` is set the iterator ends, at the latest after the poll under way."""
+        emits the window's events whose id sorts after it (ids sort by arrival time)."""
         webhook = await self._webhooks.require(username, webhook_name)
-        seen = _Seen()
-        present = await self._window(webhook.id)
-        backlog = []
+        feed = self._feeds.get(webhook.id)
+        if feed is None:
+            feed = self._feeds[webhook.id] = _Feed(webhook.id)
+            feed.task = asyncio.create_task(self._run(feed), name=f"tail-feed-{webhook.id}")
+        await feed.ready.wait()
+        tail = _Tail()
         if last_event_id is not None and has_prefix(last_event_id, IdPrefix.EVENT):
-            backlog = [e for e in present if e.id > last_event_id]
-        seen.add(present)
-        return self._poll(webhook.id, seen, backlog, stop or anyio.Event())
+            backlog = sorted(
+                (e for e in feed.window.values() if e.id > last_event_id),
+                key=lambda e: (e.created_at, e.id),
+            )
+            for event in backlog:
+                tail.put(TailItem(TailKind.EVENT, event))
+        feed.tails.add(tail)
+        self.metrics.tails.inc()
+        return self._read(feed, tail, stop or anyio.Event())
 
-    async def _poll(
-        self, webhook_id: str, seen: _Seen, backlog: list[EventHead], stop: anyio.Event
-    ) -> AsyncIterator[EventHead]:
-        for event in backlog:
-            yield event
-        while True:
-            with anyio.move_on_after(self._poll_interval):
-                await stop.wait()
-            if stop.is_set():
-                return
-            since = utcnow() - self._lookback
-            events = await self._recent(webhook_id, since)
-            seen.forget_before(since)
-            for event in seen.fresh(events):
-                yield event
+    async def _read(self, feed: _Feed, tail: _Tail, stop: anyio.Event) -> AsyncIterator[TailItem]:
+        try:
+            while not stop.is_set():
+                item = None
+                with anyio.move_on_after(self._poll_interval):
+                    item = await tail.queue.get()
+                    if item is None:  # ended as too slow
+                        return
+                if item is not None:
+                    yield item
+        finally:
+            feed.tails.discard(tail)
+            self.metrics.tails.dec()
 
-    async def _window(self, webhook_id: str) -> list[EventHead]:
-        return await self._recent(webhook_id, utcnow() - self._lookback)
+    async def _run(self, feed: _Feed) -> None:
+        """Read the feed's window every ``poll_interval`` while tails follow it."""
+        self.metrics.feeds.inc()
+        try:
+            feed.window = {e.id: e for e in await self._recent(feed.webhook_id)}
+            feed.ready.set()
+            idle = 0
+            while idle < 2:  # ends one interval after its last tail closed
+                await asyncio.sleep(self._poll_interval)
+                idle = 0 if feed.tails else idle + 1
+                if feed.tails:
+                    self._publish(feed, await self._recent(feed.webhook_id))
+        except Exception:  # a database error: the tails end, browsers reconnect
+            log.exception("tail_feed_failed", webhook_id=feed.webhook_id)
+        finally:
+            self._feeds.pop(feed.webhook_id, None)
+            feed.ready.set()
+            for tail in list(feed.tails):
+                tail.put(None)
+            self.metrics.feeds.dec()
 
-    async def _recent(self, webhook_id: str, since: datetime) -> list[EventHead]:
-        """Every event of the webhook created at or after ``since``, oldest first, each once.
-        Read in batches: one query's limit would otherwise cut off a busy window's newest."""
-        found: dict[str, EventHead] = {}
-        limit = self._batch
-        while True:
-            batch = await self._events.recent_for_webhook(webhook_id, since, limit=limit)
-            found.update((e.id, e) for e in batch)
-            if len(batch) < limit:
-                return list(found.values())
-            last = batch[-1].created_at
-            # The next batch starts at the last one's millisecond (its events come back and are
-            # deduplicated). A batch all in one millisecond cannot move on that way: read that
-            # millisecond again with a larger limit.
-            if last > since:
-                since = last
-            else:
-                limit *= 2
+    def _publish(self, feed: _Feed, events: list[EventRow]) -> None:
+        items = []
+        for event in events:
+            known = feed.window.get(event.id)
+            if known is None:
+                items.append(TailItem(TailKind.EVENT, event))
+            elif _outcome(known) != _outcome(event):
+                items.append(TailItem(TailKind.STATUS, event))
+        feed.window = {e.id: e for e in events}
+        for tail in list(feed.tails):
+            if not all(tail.put(item) for item in items):
+                log.warning("tail_too_slow", webhook_id=feed.webhook_id)
+                feed.tails.discard(tail)
+                with contextlib.suppress(asyncio.QueueFull):
+                    tail.queue.get_nowait()  # room for the end marker
+                tail.put(None)
+
+    async def _recent(self, webhook_id: str) -> list[EventRow]:
+        """Every event of the webhook created in the last ``lookback``, oldest first."""
+        self.metrics.reads.inc()
+        return await self._events.recent_for_webhook(webhook_id, utcnow() - self._lookback)
+
+    async def close(self) -> None:
+        """Stop every feed (server shutdown)."""
+        tasks = [f.task for f in self._feeds.values() if f.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _outcome(event: EventRow) -> tuple[EventStatus, int | None, datetime | None]:
+    return event.status, event.last_status_code, event.next_retry_at

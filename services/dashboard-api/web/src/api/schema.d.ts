@@ -338,6 +338,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/{name}/events/counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count Events
+         * @description The webhook's events per status (the list's tabs), received in [since, until).
+         */
+        get: operations["count_events_api_v1_webhooks__name__events_counts_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/{name}/events/export": {
         parameters: {
             query?: never;
@@ -415,7 +435,8 @@ export interface paths {
          * Stream Events
          * @description Follow the webhook's new events live. The webhook is checked before streaming starts
          *     (404 as JSON); the stream then lasts until the client disconnects or the server stops.
-         *     Served from the database, so any replica can serve any tail.
+         *     Served from the database through one shared feed per webhook and replica, so any
+         *     replica can serve any tail and more tails cost no more database reads.
          */
         get: operations["stream_events_api_v1_webhooks__name__events_stream_get"];
         put?: never;
@@ -567,7 +588,7 @@ export interface components {
             items: components["schemas"]["EventSummary"][];
             /**
              * Next Cursor
-             * @description Pass as ?cursor= for the next (older) page; null on the last page.
+             * @description Pass as ?cursor= for the next (older) page; null on the last page. A page may hold fewer than `limit` events and still a cursor when the filter matches few events.
              */
             next_cursor: string | null;
         };
@@ -623,9 +644,15 @@ export interface components {
         EventStatus: "pending" | "success" | "failed";
         /**
          * EventSummary
-         * @description An event in a list: no request headers, no body.
+         * @description An event in a list: no request headers, no body; its body's size and its latest
+         *     attempt's outcome (null until there is one).
          */
         EventSummary: {
+            /**
+             * Body Size
+             * @description Bytes of the request body; null for events recorded before the paged layout.
+             */
+            body_size?: number | null;
             /** Client Ip */
             client_ip: string;
             /** Content Type */
@@ -637,6 +664,26 @@ export interface components {
             created_at: string;
             /** Id */
             id: string;
+            /**
+             * Last Error
+             * @description Why the latest attempt got no response (timeout, refused...).
+             */
+            last_error?: string | null;
+            /**
+             * Last Latency Ms
+             * @description Latency of the latest attempt.
+             */
+            last_latency_ms?: number | null;
+            /**
+             * Last Status Code
+             * @description HTTP status of the latest attempt; null: none, or no response.
+             */
+            last_status_code?: number | null;
+            /**
+             * Next Retry At
+             * @description When the next retry is due; null when none is scheduled.
+             */
+            next_retry_at?: string | null;
             rejected_reason: components["schemas"]["RejectedReason"] | null;
             /** Request Id */
             request_id: string;
@@ -3486,6 +3533,10 @@ export interface operations {
                 cursor?: string | null;
                 /** @description Only the event of this request (req_...). */
                 request_id?: string | null;
+                /** @description Only events received at or after this instant (ISO 8601 with an offset). */
+                since?: string | null;
+                /** @description Only events received before this instant (ISO 8601 with an offset). */
+                until?: string | null;
                 /** @description Events per page, 1 to events_page_max (100 by default). */
                 limit?: number;
             };
@@ -3604,10 +3655,137 @@ export interface operations {
             };
         };
     };
+    count_events_api_v1_webhooks__name__events_counts_get: {
+        parameters: {
+            query?: {
+                /** @description Only events received at or after this instant (ISO 8601 with an offset). */
+                since?: string | null;
+                /** @description Only events received before this instant (ISO 8601 with an offset). */
+                until?: string | null;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventCounts"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
     export_events_api_v1_webhooks__name__events_export_get: {
         parameters: {
             query?: {
                 status?: components["schemas"]["StatusFilter"];
+                /** @description Only events received at or after this instant (ISO 8601 with an offset). */
+                since?: string | null;
+                /** @description Only events received before this instant (ISO 8601 with an offset). */
+                until?: string | null;
             };
             header?: never;
             path: {
@@ -3973,7 +4151,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A text/event-stream: one `event: event` per new event of the webhook (`id:` the event id, `data:` the event's EventSummary as JSON, sent once with the status it had when first seen), keep-alive comments every 15 s. Resumes after the `Last-Event-ID` header's event when the client reconnects. */
+            /** @description A text/event-stream: one `event: event` per new event of the webhook (`id:` the event id, `data:` the event's EventSummary as JSON, with the status it had when first seen), then one `event: status` (no `id:`, `data:` the EventSummary) each time the status or latest attempt of an event shown in the last minute changes; keep-alive comments every 15 s. Resumes after the `Last-Event-ID` header's event when the client reconnects. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -14,19 +14,12 @@ export type ReplayJob = S["ReplayJobRead"];
 export type Status = S["EventStatus"];
 export type StatusFilter = "all" | "success" | "failed" | "pending";
 
-/** A list row. The fields after the generated ones arrive with the event store's next
- * version: each is optional here and the screens show "—" while it is absent. */
-export type EventSummary = S["EventSummary"] & {
-  body_size?: number;
-  attempt_count?: number;
-  last_status_code?: number | null;
-  last_latency_ms?: number | null;
-  next_retry_at?: string | null;
-};
+/** A list row. `attempt_count` is not in the API yet: optional, the list shows "—" without it. */
+export type EventSummary = S["EventSummary"] & { attempt_count?: number };
 
 export type EventPage = { items: EventSummary[]; next_cursor: string | null };
 
-export type Counts = { pending: number; success: number; failed: number; total: number };
+export type Counts = S["EventCounts"];
 
 export type WebhookOverview = S["WebhookOverview"] & {
   /** Hourly event counts of the last 24 h, oldest first (once the API sends them). */

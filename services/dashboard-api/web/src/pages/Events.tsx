@@ -79,7 +79,7 @@ function Row({ event, selected }: { event: EventSummary; selected: boolean }) {
         <Signature valid={event.signature_valid} />
       </span>
       <span>
-        {code === undefined || code === null ? "—" : code}
+        {code === undefined || code === null ? (event.last_error ?? "—") : code}
         {event.last_latency_ms != null && (
           <span className="text-muted"> · {Math.round(event.last_latency_ms)} ms</span>
         )}
@@ -278,8 +278,8 @@ export function Events() {
           >
             {status[0].toUpperCase() + status.slice(1)}
             {counts.data && (
-              <span className="ml-1 text-muted">
-                ({status === "all" ? counts.data.total : counts.data[status]})
+              <span className="text-muted">
+                {` (${status === "all" ? counts.data.total : counts.data[status]})`}
               </span>
             )}
           </Link>
