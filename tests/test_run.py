@@ -84,6 +84,20 @@ def recorded_status(mongo_url: str, request_id: str, timeout: float = 30) -> str
     return str(doc["status"])
 
 
+def failed_delivery(client: httpx.Client, timeout: float = 30) -> dict[str, object]:
+    """The demo's failed delivery (webhook ``shipping``), once the forwarder tried it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        page = client.get("/api/v1/webhooks/shipping/events", params={"status": "failed"})
+        assert page.status_code == 200, page.text
+        if page.json()["items"]:
+            event_id = page.json()["items"][0]["id"]
+            detail: dict[str, object] = client.get(f"/api/v1/events/{event_id}").json()
+            return detail
+        assert time.monotonic() < deadline, "the demo's failed delivery was not recorded"
+        time.sleep(0.2)
+
+
 class TestRun:
     @pytest.fixture
     def env(self, env: dict[str, str]) -> dict[str, str]:
@@ -148,6 +162,16 @@ class TestRun:
                 )
                 assert listed.status_code == 200, listed.text
                 assert [e["request_id"] for e in listed.json()["items"]] == [answer_id]
+                # the first run left demo events of different kinds, and a failed delivery
+                demo = client.get("/api/v1/webhooks/orders/events", params={"limit": 100})
+                kinds = {(e["content_type"], e["status"]) for e in demo.json()["items"]}
+                assert {
+                    ("application/json", "success"), ("application/x-www-form-urlencoded",
+                    "success"), ("application/xml", "success"), ("image/png", "success"),
+                    ("application/json", "failed"),
+                } <= kinds  # fmt: skip
+                failed = failed_delivery(client)
+                assert [a["status_code"] for a in failed["attempts"]] == [404]
         finally:
             output += stop(second)
         assert second.returncode == 0, output

@@ -318,6 +318,51 @@ class TestBulkReplay:
         assert stored.lease_until <= utcnow()
 
 
+class TestReplayPreview:
+    async def test_counts_what_a_bulk_replay_would_publish_and_publishes_nothing(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.dashboard.owner()
+        url = stack.receiver.url()
+        hook = await stack.webhook(owner, url)
+        await stack.store(hook, [EventStatus.FAILED] * 3 + [EventStatus.SUCCESS] * 2)
+        await stack.store(
+            hook, [EventStatus.FAILED], rejected_reason=RejectedReason.INVALID_SIGNATURE
+        )
+        await stack.store(hook, [EventStatus.FAILED], start=utcnow() + timedelta(hours=1))
+
+        response = await owner.client.get(f"/api/v1/webhooks/{hook.name}/events/replay/preview")
+
+        assert response.status_code == 200, response.text
+        assert response.json() == {
+            "webhook_name": hook.name, "count": 3, "url": url, "running_job_id": None
+        }  # fmt: skip
+        assert await ReplayJobRepository(stack.db).running_for_webhook(hook.id) is None
+        started = await owner.client.post(f"/api/v1/webhooks/{hook.name}/events/replay")
+        assert started.json()["total"] == 3
+
+    async def test_names_the_running_job(self, stack: Stack) -> None:
+        owner = await stack.dashboard.owner()
+        hook = await stack.webhook(owner, stack.receiver.url())
+        held = a_job(stack, hook, lease_until=utcnow() + timedelta(hours=1))
+        await ReplayJobRepository(stack.db).create(held)
+        response = await owner.client.get(f"/api/v1/webhooks/{hook.name}/events/replay/preview")
+        assert response.json()["running_job_id"] == held.id
+
+    async def test_another_owners_webhook_is_404_and_no_destination_is_409(
+        self, stack: Stack
+    ) -> None:
+        owner, stranger = await stack.dashboard.owner(), await stack.dashboard.owner()
+        hook = await stack.webhook(owner, stack.receiver.url())
+        bare = await stack.webhook(owner, None)
+        foreign = await stranger.client.get(f"/api/v1/webhooks/{hook.name}/events/replay/preview")
+        nothing = await owner.client.get(f"/api/v1/webhooks/{bare.name}/events/replay/preview")
+        assert foreign.status_code == 404
+        assert foreign.json()["error"] == "Webhook not found"
+        assert nothing.status_code == 409
+        assert nothing.json()["error"] == "Nothing to deliver to"
+
+
 class TestKafkaUnreachable:
     async def test_readiness_is_false_and_replays_are_503(
         self, dashboard_settings: DashboardSettings, db: Database

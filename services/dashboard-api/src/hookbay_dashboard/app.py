@@ -30,6 +30,7 @@ from hookbay_dashboard.events.routes import router as events_router
 from hookbay_dashboard.replays.routes import router as replays_router
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.spa import mount_spa
 from hookbay_dashboard.tail.routes import router as tail_router
 from hookbay_dashboard.webhooks.routes import router as webhooks_router
 
@@ -217,5 +218,6 @@ def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> Fa
         return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
 
     app.router.routes.append(Mount("/metrics", app=metrics.asgi_app(app_metrics.registry)))  # type: ignore[arg-type]
+    mount_spa(app)  # last: its catch-all answers only what no route above did
     app.add_middleware(_RequestContext, metrics=app_metrics)
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from hookbay_dashboard.deps import CurrentUser, ReplaysDep
-from hookbay_dashboard.replays.schemas import ReplayAccepted, ReplayJobRead
+from hookbay_dashboard.replays.schemas import ReplayAccepted, ReplayJobRead, ReplayPreview
 
 router = APIRouter(tags=["replays"])
 
@@ -23,6 +23,15 @@ async def replay_event(
     or has no forward URL, or the event was rejected by its signature (never forwarded); 503
     while Kafka is unreachable."""
     return await replays.replay_event(event_id, username=principal.username)
+
+
+@router.get("/webhooks/{name}/events/replay/preview", response_model=ReplayPreview)
+async def preview_replay_failed(
+    name: str, principal: CurrentUser, replays: ReplaysDep
+) -> ReplayPreview:
+    """The count a bulk replay of the webhook's failed events would publish if started now,
+    to confirm before starting it. Publishes nothing. 409 without a forward URL."""
+    return await replays.preview_failed(principal.username, name)
 
 
 @router.post(

@@ -40,3 +40,14 @@ class ReplayJobRead(BaseModel):
             published=job.published, created_at=job.created_at, finished_at=job.finished_at,
             error=job.error,
         )  # fmt: skip
+
+
+class ReplayPreview(BaseModel):
+    """What a bulk replay of the webhook's failed events would do if started now."""
+
+    webhook_name: str
+    count: int = Field(description="Failed events of the webhook received before now.")
+    url: str = Field(description="The destination the replays would go to.")
+    running_job_id: str | None = Field(
+        description="The webhook's bulk replay already running (a new one answers 409), if any."
+    )

@@ -43,7 +43,7 @@ from hookbay_common.models import DeliveryTask, Event, Webhook
 from hookbay_common.producer import ResilientProducer
 from hookbay_common.topics import Topics
 from hookbay_common.wire import encode_task
-from hookbay_dashboard.replays.schemas import ReplayAccepted
+from hookbay_dashboard.replays.schemas import ReplayAccepted, ReplayPreview
 
 log = get_logger("hookbay.dashboard.replays")
 
@@ -185,6 +185,18 @@ class ReplayService:
         if runner is not None:
             runner.submit(job)
         return job
+
+    async def preview_failed(self, username: str, webhook_name: str) -> ReplayPreview:
+        """What ``replay_failed`` would start now: how many failed events it would publish
+        (counted exactly as the job counts its ``total``) and where to. Publishes nothing;
+        ``NothingToDeliverTo`` without a forward URL, like the replay itself."""
+        webhook = await self._webhooks.require(username, webhook_name)
+        url = _destination(webhook)
+        running = await self._jobs.running_for_webhook(webhook.id)
+        return ReplayPreview(
+            webhook_name=webhook.name, count=await self._jobs.count_failed(webhook.id, before=utcnow()),
+            url=url, running_job_id=running.id if running is not None else None,
+        )  # fmt: skip
 
     async def get_job(self, username: str, webhook_name: str, job_id: str) -> ReplayJob:
         """``ReplayJobNotFound`` also for another owner's job or another webhook's."""

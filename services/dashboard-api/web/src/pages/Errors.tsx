@@ -1,0 +1,34 @@
+import { type ErrorComponentProps, Link } from "@tanstack/react-router";
+import { Button } from "../components/ui";
+
+export function NotFound() {
+  return (
+    <div className="mx-auto mt-16 max-w-lg text-center">
+      <h1 className="mb-2 text-2xl font-semibold">Page not found</h1>
+      <p className="mb-4 text-muted">There is nothing at this address.</p>
+      <Link to="/">Go to the overview</Link>
+    </div>
+  );
+}
+
+export function Forbidden() {
+  return (
+    <div className="mx-auto mt-16 max-w-lg text-center">
+      <h1 className="mb-2 text-2xl font-semibold">Forbidden (403)</h1>
+      <p className="mb-4 text-muted">This page is for administrators.</p>
+      <Link to="/">Go to the overview</Link>
+    </div>
+  );
+}
+
+export function ErrorPage({ error, reset }: ErrorComponentProps) {
+  return (
+    <div role="alert" className="mx-auto mt-16 max-w-lg text-center">
+      <h1 className="mb-2 text-2xl font-semibold">Something went wrong</h1>
+      <p className="mb-4 break-words text-muted">
+        {error instanceof Error ? error.message : String(error)}
+      </p>
+      <Button onClick={reset}>Try again</Button>
+    </div>
+  );
+}

@@ -1,0 +1,463 @@
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { getRouteApi, Link, useNavigate, useRouter } from "@tanstack/react-router";
+import { Tabs } from "radix-ui";
+import { useEffect, useMemo, useState } from "react";
+import { JsonView } from "react-json-view-lite";
+import { api, call } from "../api/client";
+import { eventQuery, webhooksQuery } from "../api/queries";
+import type { Attempt, EventDetail as Detail } from "../api/types";
+import {
+  Button,
+  Confirm,
+  CopyButton,
+  ErrorText,
+  Field,
+  inputClass,
+  Loading,
+  Signature,
+  StatusBadge,
+  Time,
+} from "../components/ui";
+import { announce } from "../lib/announce";
+import { copyText } from "../lib/clipboard";
+import { type BodyKind, bodyBytes, bodyKind, curlFor, hexDump, indentXml } from "../lib/format";
+import { useShortcuts } from "../lib/keys";
+
+const route = getRouteApi("/_app/events/$eventId");
+const HEX_LINES = 4096;
+const JSON_STYLE = {
+  container: "json-tree",
+  basicChildStyle: "json-basic",
+  label: "json-label",
+  clickableLabel: "json-label",
+  nullValue: "json-null",
+  undefinedValue: "json-undefined",
+  numberValue: "json-number",
+  stringValue: "json-string",
+  booleanValue: "json-boolean",
+  otherValue: "json-basic",
+  punctuation: "json-punct",
+  expandIcon: "json-expander json-closed",
+  collapseIcon: "json-expander json-open",
+  collapsedContent: "json-collapsed",
+  childFieldsContainer: "json-child",
+  ariaLables: { collapseJson: "Collapse", expandJson: "Expand" },
+  stringifyStringValues: false,
+};
+
+function Pretty({ kind, text }: { kind: BodyKind; text: string }) {
+  if (kind === "json") {
+    try {
+      const data = JSON.parse(text);
+      if (data !== null && typeof data === "object")
+        return <JsonView data={data} style={JSON_STYLE} />;
+    } catch {
+      return <p className="text-sm text-muted">Not valid JSON: see Raw.</p>;
+    }
+  }
+  if (kind === "xml")
+    return <pre className="whitespace-pre-wrap break-all font-mono text-sm">{indentXml(text)}</pre>;
+  if (kind === "form") {
+    const fields = [...new URLSearchParams(text)];
+    return (
+      <table className="text-sm">
+        <thead>
+          <tr>
+            <th className="pr-4 text-left">Field</th>
+            <th className="text-left">Value</th>
+          </tr>
+        </thead>
+        <tbody>
+          {fields.map(([k, v], i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: form fields may repeat
+            <tr key={i}>
+              <td className="pr-4 font-mono">{k}</td>
+              <td className="break-all font-mono">{v}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    );
+  }
+  return <pre className="whitespace-pre-wrap break-all font-mono text-sm">{text}</pre>;
+}
+
+function Body({
+  detail,
+  tab,
+  onTab,
+}: {
+  detail: Detail;
+  tab?: string;
+  onTab: (tab: string) => void;
+}) {
+  const data = useMemo(
+    () => bodyBytes(detail.request_body, detail.request_body_encoding),
+    [detail],
+  );
+  const kind = bodyKind(detail.content_type, detail.request_body, detail.request_body_encoding);
+  const text = useMemo(() => new TextDecoder("utf-8", { fatal: false }).decode(data), [data]);
+  const [allHex, setAllHex] = useState(false);
+  const hex = useMemo(
+    () => hexDump(data, allHex ? Number.POSITIVE_INFINITY : HEX_LINES),
+    [data, allHex],
+  );
+  const current = tab ?? (kind === "binary" ? "hex" : kind === "text" ? "raw" : "pretty");
+  const download = () => {
+    const url = URL.createObjectURL(
+      new Blob([data as BlobPart], { type: detail.content_type ?? "application/octet-stream" }),
+    );
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = `${detail.id}.body`;
+    a.click();
+    URL.revokeObjectURL(url);
+  };
+  return (
+    <section aria-labelledby="body-title" className="rounded-lg border border-line bg-panel p-4">
+      <div className="mb-2 flex items-center gap-2">
+        <h2 id="body-title" className="font-semibold">
+          Body <span className="text-sm font-normal text-muted">({data.length} bytes)</span>
+        </h2>
+        <Button className="ml-auto" onClick={download}>
+          Download body
+        </Button>
+      </div>
+      <Tabs.Root value={current} onValueChange={onTab}>
+        <Tabs.List aria-label="Body view" className="mb-2 flex gap-1 border-b border-line">
+          {[
+            ["pretty", "Pretty"],
+            ["raw", "Raw"],
+            ["hex", "Hex"],
+          ].map(([value, label]) => (
+            <Tabs.Trigger
+              key={value}
+              value={value}
+              className="-mb-px border-b-2 border-transparent px-3 py-1 data-[state=active]:border-accent data-[state=active]:font-semibold"
+            >
+              {label}
+            </Tabs.Trigger>
+          ))}
+        </Tabs.List>
+        <Tabs.Content value="pretty" className="max-h-[32rem] overflow-auto">
+          {kind === "binary" ? (
+            <p className="text-sm text-muted">Binary body: see Hex.</p>
+          ) : (
+            <Pretty kind={kind} text={text} />
+          )}
+        </Tabs.Content>
+        <Tabs.Content value="raw" className="max-h-[32rem] overflow-auto">
+          <pre className="whitespace-pre-wrap break-all font-mono text-sm" data-testid="raw-body">
+            {text}
+          </pre>
+        </Tabs.Content>
+        <Tabs.Content value="hex" className="max-h-[32rem] overflow-auto">
+          <pre className="font-mono text-xs">{hex.lines.join("\n")}</pre>
+          {hex.more && (
+            <Button onClick={() => setAllHex(true)}>Show all {data.length} bytes</Button>
+          )}
+        </Tabs.Content>
+      </Tabs.Root>
+    </section>
+  );
+}
+
+function Headers({
+  headers,
+  filter,
+  onFilter,
+}: {
+  headers: Record<string, string>;
+  filter: string;
+  onFilter: (f: string) => void;
+}) {
+  const shown = Object.entries(headers).filter(([k, v]) =>
+    `${k}: ${v}`.toLowerCase().includes(filter.toLowerCase()),
+  );
+  return (
+    <section aria-labelledby="headers-title" className="rounded-lg border border-line bg-panel p-4">
+      <div className="mb-2 flex flex-wrap items-end gap-2">
+        <h2 id="headers-title" className="font-semibold">
+          Headers
+        </h2>
+        <Field label="Filter headers">
+          <input
+            className={inputClass}
+            type="search"
+            value={filter}
+            onChange={(e) => onFilter(e.target.value)}
+          />
+        </Field>
+        <span className="ml-auto">
+          <CopyButton text={JSON.stringify(headers, null, 2)} what="headers" />
+        </span>
+      </div>
+      <table className="w-full text-sm">
+        <tbody>
+          {shown.map(([k, v]) => (
+            <tr key={k} className="border-t border-line align-top">
+              <th scope="row" className="py-1 pr-4 text-left font-mono font-normal">
+                {k}
+              </th>
+              <td className="break-all py-1 font-mono">{v}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {shown.length === 0 && <p className="text-sm text-muted">No header matches.</p>}
+    </section>
+  );
+}
+
+function Countdown({ iso }: { iso: string }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  const seconds = Math.max(0, Math.round((new Date(iso).getTime() - now) / 1000));
+  return <span>next retry in {seconds} s</span>;
+}
+
+function Attempts({ attempts }: { attempts: Attempt[] }) {
+  const chains = new Map<string, Attempt[]>();
+  for (const attempt of attempts)
+    chains.set(attempt.chain_id, [...(chains.get(attempt.chain_id) ?? []), attempt]);
+  return (
+    <section
+      aria-labelledby="attempts-title"
+      className="rounded-lg border border-line bg-panel p-4"
+    >
+      <h2 id="attempts-title" className="mb-2 font-semibold">
+        Delivery attempts
+      </h2>
+      {attempts.length === 0 && (
+        <p className="text-sm text-muted">No attempts: nothing to deliver to, or not yet.</p>
+      )}
+      <ol className="space-y-4">
+        {[...chains.entries()].map(([chain, list]) => (
+          <li key={chain}>
+            <h3 className="text-sm font-semibold">
+              {list[0].trigger === "replay" ? "Replay" : "Initial delivery and retries"}{" "}
+              <span className="font-normal text-muted">
+                to <span className="font-mono">{list[0].url}</span>
+              </span>
+            </h3>
+            <ol className="ml-3 border-l border-line pl-3">
+              {list.map((a) => (
+                <li key={a.id} className="py-1 text-sm">
+                  <div className="flex flex-wrap gap-3">
+                    <span>
+                      #{a.number} {a.trigger === "retry" ? "retry" : a.trigger}
+                    </span>
+                    <span className={a.status_code && a.status_code < 300 ? "text-ok" : "text-bad"}>
+                      <span aria-hidden="true">
+                        {a.status_code && a.status_code < 300 ? "✓ " : "✗ "}
+                      </span>
+                      {a.status_code ? `HTTP ${a.status_code}` : "no response"}
+                    </span>
+                    {a.latency_ms !== null && <span>{Math.round(a.latency_ms)} ms</span>}
+                    <Time iso={a.started_at} />
+                    {a.error && <span className="text-bad">{a.error}</span>}
+                    {a.will_retry && a.next_retry_at && <Countdown iso={a.next_retry_at} />}
+                  </div>
+                  <details className="mt-1">
+                    <summary className="cursor-pointer text-muted">Response</summary>
+                    <table className="text-xs">
+                      <tbody>
+                        {Object.entries(a.response_headers).map(([k, v]) => (
+                          <tr key={k}>
+                            <th scope="row" className="pr-3 text-left font-mono font-normal">
+                              {k}
+                            </th>
+                            <td className="break-all font-mono">{v}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                    <pre className="mt-1 max-h-64 overflow-auto whitespace-pre-wrap break-all font-mono text-xs">
+                      {a.response_body_encoding === "base64"
+                        ? `(binary, base64) ${a.response_body}`
+                        : a.response_body}
+                    </pre>
+                    {a.response_body_truncated && (
+                      <p className="text-xs text-wait">Truncated at 64 KiB.</p>
+                    )}
+                  </details>
+                </li>
+              ))}
+            </ol>
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+/** The replay asked for (after `before` attempts) has its final attempt, and the event's
+ * status (recorded apart from the attempts) has caught up with it. */
+function replaySettled(data: Detail, before: number): boolean {
+  const last = data.attempts.at(-1);
+  if (data.attempts.length <= before || !last || last.will_retry) return false;
+  const delivered = last.status_code !== null && last.status_code >= 200 && last.status_code < 300;
+  return data.status === (delivered ? "success" : "failed");
+}
+
+export function EventDetail() {
+  const { eventId } = route.useParams();
+  const search = route.useSearch();
+  const navigate = useNavigate({ from: "/events/$eventId" });
+  const router = useRouter();
+  const client = useQueryClient();
+  const [awaiting, setAwaiting] = useState<number | null>(null);
+  const detail = useQuery({
+    ...eventQuery(eventId),
+    refetchInterval: (q) =>
+      awaiting !== null || q.state.data?.status === "pending" ? 1000 : false,
+  });
+  const hooks = useQuery(webhooksQuery);
+  const [ask, setAsk] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [replayError, setReplayError] = useState<unknown>(null);
+  const data = detail.data;
+  useEffect(() => {
+    if (data && awaiting !== null && replaySettled(data, awaiting)) {
+      setAwaiting(null);
+      announce(`Replay ${data.status === "success" ? "delivered" : "failed"}`);
+    }
+  }, [data, awaiting]);
+  useEffect(() => {
+    if (awaiting === null) return;
+    const giveUp = setTimeout(() => setAwaiting(null), 60_000); // never poll for ever
+    return () => clearTimeout(giveUp);
+  }, [awaiting]);
+  const url = hooks.data?.find((h) => h.id === data?.webhook_id)?.url;
+  const curl =
+    data && url
+      ? curlFor(url, data.request_headers, data.request_body, data.request_body_encoding)
+      : null;
+  const back = () =>
+    window.history.length > 1
+      ? router.history.back()
+      : data && navigate({ to: "/webhooks/$name/events", params: { name: data.webhook_name } });
+  useShortcuts({
+    Escape: back,
+    r: () => setAsk(true),
+    c: () => data && copyText(data.request_id, "Request ID"),
+  });
+  if (detail.isPending) return <Loading what="the event" />;
+  if (detail.error || !data) return <ErrorText error={detail.error} />;
+
+  async function replay() {
+    setBusy(true);
+    setReplayError(null);
+    try {
+      await call(() =>
+        api.POST("/api/v1/events/{event_id}/replay", { params: { path: { event_id: eventId } } }),
+      );
+      setAwaiting(data?.attempts.length ?? 0);
+      announce("Replay queued");
+      setAsk(false);
+      client.invalidateQueries({ queryKey: ["event", eventId] });
+    } catch (exc) {
+      setReplayError(exc);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div className="space-y-4">
+      <nav aria-label="Breadcrumb" className="text-sm">
+        <Link to="/webhooks/$name/events" params={{ name: data.webhook_name }}>
+          ← Events of {data.webhook_name}
+        </Link>
+      </nav>
+      <div className="flex flex-wrap items-center gap-3">
+        <h1 className="font-mono text-xl font-semibold">{data.request_id}</h1>
+        <StatusBadge status={data.status} />
+        <div className="ml-auto flex flex-wrap gap-2">
+          <CopyButton text={data.request_id} what="Request ID" label="Copy request ID" />
+          {curl && <CopyButton text={curl} what="curl command" label="Copy as curl" />}
+          <Button variant="primary" onClick={() => setAsk(true)}>
+            Replay
+          </Button>
+          <a
+            href={`/api/v1/events/${encodeURIComponent(data.id)}/export`}
+            download
+            className="rounded border border-line bg-panel px-3 py-1.5 text-sm text-fg no-underline hover:bg-hover"
+          >
+            Export JSON
+          </a>
+        </div>
+      </div>
+      <dl className="grid grid-cols-2 gap-x-6 gap-y-2 rounded-lg border border-line bg-panel p-4 text-sm md:grid-cols-4">
+        <div>
+          <dt className="text-muted">Received</dt>
+          <dd>
+            <Time iso={data.created_at} />
+          </dd>
+        </div>
+        <div>
+          <dt className="text-muted">Client IP</dt>
+          <dd className="font-mono">{data.client_ip}</dd>
+        </div>
+        <div>
+          <dt className="text-muted">Content type</dt>
+          <dd>{data.content_type ?? "—"}</dd>
+        </div>
+        <div>
+          <dt className="text-muted">Size</dt>
+          <dd>{bodyBytes(data.request_body, data.request_body_encoding).length} bytes</dd>
+        </div>
+        <div>
+          <dt className="text-muted">Signature</dt>
+          <dd>
+            <Signature valid={data.signature_valid} />
+          </dd>
+        </div>
+        <div>
+          <dt className="text-muted">Rejected</dt>
+          <dd>{data.rejected_reason ? data.rejected_reason.replaceAll("_", " ") : "no"}</dd>
+        </div>
+        <div>
+          <dt className="text-muted">Event ID</dt>
+          <dd className="font-mono">{data.id}</dd>
+        </div>
+        <div>
+          <dt className="text-muted">Forwarded to</dt>
+          <dd className="break-all font-mono">{data.forward_url ?? "—"}</dd>
+        </div>
+      </dl>
+      <Headers
+        headers={data.request_headers}
+        filter={search.hf ?? ""}
+        onFilter={(hf) =>
+          navigate({ search: (p) => ({ ...p, hf: hf || undefined }), replace: true })
+        }
+      />
+      <Body
+        detail={data}
+        tab={search.tab}
+        onTab={(tab) => navigate({ search: (p) => ({ ...p, tab }), replace: true })}
+      />
+      <Attempts attempts={data.attempts} />
+      {awaiting !== null && (
+        <p role="status" className="text-sm text-muted">
+          Waiting for the replay attempt…
+        </p>
+      )}
+      <Confirm
+        open={ask}
+        title="Replay this event?"
+        confirmLabel="Replay"
+        busy={busy}
+        onConfirm={replay}
+        onClose={() => setAsk(false)}
+      >
+        <p>It is delivered again, as a new attempt chain, to the webhook's current forward URL.</p>
+        <ErrorText error={replayError} />
+      </Confirm>
+    </div>
+  );
+}

@@ -1,0 +1,119 @@
+"""Every screen in light and dark: axe-core (``axe-playwright-python``, offline) finds nothing
+serious or critical. With ``HOOKBAY_SCREENSHOTS=1`` (``make screenshots``) each screen is also
+saved to ``docs/screenshots/<screen>-<theme>.png`` for the README."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pytest
+from axe_playwright_python.async_playwright import Axe
+from playwright.async_api import Browser, Page, expect
+
+from tests.browser.conftest import PASSWORD, SCREENSHOTS, Owner, Stack
+from tests.support.receiver import Reply
+
+AXE = Axe()
+BLOCKING = {"serious", "critical"}
+
+
+async def serious_findings(page: Page) -> list[str]:
+    results = await AXE.run(page)
+    violations: list[dict[str, Any]] = results.response["violations"]
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in violations
+        if v["impact"] in BLOCKING
+    ]
+
+
+async def demo_data(stack: Stack) -> tuple[Owner, dict[str, Any], str]:
+    """An admin with a webhook holding events of every kind; the id of a JSON event."""
+    owner = await stack.owner(admin=True)
+    secret = "accessibility-test-secret"
+    hook = await stack.webhook(
+        owner, name="orders", secret=secret, forward_url=stack.receiver.url(Reply(status=500))
+    )
+    sent = [
+        await stack.send(
+            hook, b'{"order": 42, "items": [{"sku": "A-1", "qty": 2}]}', secret=secret
+        ),
+        await stack.send(hook, b"name=Ada&plan=pro", "application/x-www-form-urlencoded", secret),
+        await stack.send(hook, b"<order><id>42</id></order>", "application/xml", secret),
+        await stack.send(hook, bytes(range(64)), "application/octet-stream", secret),
+        await stack.send(hook, b'{"tampered": true}', secret="not-the-secret", status=401),
+    ]
+    for request_id in sent:
+        await stack.event(request_id)
+    json_event = await stack.event(sent[0])
+    return owner, hook, json_event.id
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+async def test_every_screen_has_no_serious_finding(
+    stack: Stack, browser: Browser, theme: str
+) -> None:
+    owner, hook, event_id = await demo_data(stack)
+    context = await browser.new_context(
+        viewport={"width": 1280, "height": 860}, base_url=stack.url, color_scheme=theme,
+        reduced_motion="reduce",
+    )  # fmt: skip
+    page = await context.new_page()
+    page.set_default_timeout(15_000)
+    name = hook["name"]
+    screens: list[tuple[str, str, str]] = [  # (screen, path, text that says it is drawn)
+        ("login", "/login", "Sign in to hookbay"),
+        ("overview", "/", "Newest events"),
+        ("webhooks", "/webhooks", "New webhook"),
+        ("events", f"/webhooks/{name}/events", "Request ID"),
+        ("event-detail", f"/events/{event_id}", "Delivery attempts"),
+        ("bulk-replay", f"/webhooks/{name}/replay", "will be delivered again"),
+        ("tokens", "/tokens", "Create token"),
+        ("admin", "/admin", "New user"),
+        ("not-found", "/no/such/page", "Page not found"),
+    ]
+    findings: dict[str, list[str]] = {}
+    try:
+        for screen, path, marker in screens:
+            if screen == "overview":  # log in first: every other screen needs a session
+                await page.get_by_label("Username").fill(owner.username)
+                await page.get_by_label("Password").fill(PASSWORD)
+                await page.get_by_role("button", name="Sign in").click()
+            else:
+                await page.goto(path)
+            await expect(page.get_by_text(marker).first).to_be_visible()
+            assert await page.evaluate("document.documentElement.dataset.theme") == theme
+            if screen == "events":
+                await expect(page.get_by_role("link", name=re.compile("req_"))).to_have_count(5)
+            findings[screen] = await serious_findings(page)
+            if os.environ.get("HOOKBAY_SCREENSHOTS") == "1":
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                await page.screenshot(path=SCREENSHOTS / f"{screen}-{theme}.png")
+    finally:
+        await context.close()
+    assert {s: f for s, f in findings.items() if f} == {}
+    assert set(findings) == {s for s, _, _ in screens}
+
+
+async def test_a_chosen_theme_is_kept_over_the_system_one(stack: Stack, browser: Browser) -> None:
+    owner = await stack.owner()
+    context = await browser.new_context(base_url=stack.url, color_scheme="light")
+    page = await context.new_page()
+    try:
+        await page.goto("/login")
+        await page.get_by_label("Username").fill(owner.username)
+        await page.get_by_label("Password").fill(PASSWORD)
+        await page.get_by_role("button", name="Sign in").click()
+        toggle = page.get_by_role("button", name=re.compile("^Theme: system"))
+        await toggle.click()  # system → light
+        await page.get_by_role("button", name=re.compile("^Theme: light")).click()  # → dark
+        assert await page.evaluate("document.documentElement.dataset.theme") == "dark"
+        await page.reload(wait_until="domcontentloaded")
+        # /theme.js is a classic script in <head>: it ran before the body was parsed
+        assert await page.evaluate("document.documentElement.dataset.theme") == "dark"
+        head = await page.evaluate("document.head.innerHTML")
+        assert head.index('<script src="/theme.js">') < head.index('type="module"')
+    finally:
+        await context.close()
