@@ -132,7 +132,7 @@ class TestInterrupted:
         the lock released at once (no waiting for the lease), no attempt orphaned."""
         now = utcnow()
         await create_owner(rdb, "free", [days_ago(now, 31, ms=i) for i in range(300)])
-        run = await start(HOOKBAY_RETENTION_BATCH_SIZE="10", HOOKBAY_RETENTION_LEASE="600")
+        run = await start(HOOKBAY_RETENTION_BATCH_SIZE="1", HOOKBAY_RETENTION_LEASE="600")
         await until(lambda: run.named("retention_batch_deleted"), 120, interval=0.01,
                     what="the first batch logged")  # fmt: skip
         run.proc.send_signal(signal.SIGTERM)
