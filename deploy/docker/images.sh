@@ -64,10 +64,11 @@ base() { # flavour packages -> echoes the image name
   echo "$image"
 }
 
-source_key() { # hash of what the virtualenv is built from
+source_key() { # hash of what the virtualenv is built from (the built SPA included: it is package data)
   (cd "$ROOT" && find uv.lock pyproject.toml libs services -type f \
-      \( -name '*.py' -o -name '*.toml' -o -name '*.yaml' -o -name '*.lock' -o -name '*.typed' \) \
-      -not -path '*/tests/*' -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum) |
+      \( -name '*.py' -o -name '*.toml' -o -name '*.yaml' -o -name '*.lock' -o -name '*.typed' \
+         -o -path '*/hookbay_dashboard/static/*' \) \
+      -not -path '*/tests/*' -not -path '*/__pycache__/*' -not -path '*/node_modules/*' -print0 | sort -z | xargs -0 sha256sum) |
     sha256sum | cut -c1-16
 }
 
