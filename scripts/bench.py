@@ -38,8 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +54,7 @@ from benchlib import (
     on_sigterm,
     package_versions,
     percentile,
+    wait_http,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,21 +218,6 @@ class Procs:
         for _, proc in list(reversed(self.procs)):
             with contextlib.suppress(Exception):
                 self.stop(proc)
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: server exited ({proc.returncode}); see {log}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 (fixed http://127.0.0.1 URL)
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url}: not ready after {timeout:.0f} s; see {log}")
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:

@@ -28,12 +28,11 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-from benchlib import free_port, machine, percentile, write_doc_block
+from benchlib import free_port, machine, percentile, wait_http, write_doc_block
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -71,17 +70,7 @@ def environment(namespace: str) -> dict[str, str]:
 def service(argv: list[str], env: dict[str, str], ready_url: str) -> Iterator[None]:
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(ready_url, timeout=2) as answer:  # noqa: S310
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"bench_config: {argv[2]} did not become ready")
-            time.sleep(0.2)
+        wait_http(ready_url, proc, "stderr discarded")
         yield
     finally:
         proc.terminate()

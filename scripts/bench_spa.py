@@ -28,12 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchlib import free_port, machine, percentile, write_doc_block
+from benchlib import free_port, machine, percentile, wait_http, write_doc_block
 from playwright.async_api import async_playwright
 
 from hookbay_common.clock import utcnow
@@ -140,17 +139,7 @@ def dashboard(env: dict[str, str], log: Path) -> Any:
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer,  # noqa: S310
-            ):
-                if answer.status == 200:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"bench_spa: the dashboard did not start; see {log}")
-            time.sleep(0.2)
+        wait_http(f"{base}/readyz", proc, log)
         yield base
     finally:
         proc.terminate()

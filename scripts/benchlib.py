@@ -10,6 +10,10 @@ import os
 import platform
 import re
 import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -179,3 +183,22 @@ class KeepAlivePool:
         for _, writer, _ in self._idle:
             writer.close()
         self._idle.clear()
+
+
+def wait_http(
+    url: str, proc: subprocess.Popen[bytes], log: Path | str, timeout: float = 60.0
+) -> None:
+    """Wait until ``url`` answers 200 (a server's /readyz), polling with a deadline; fail
+    at once when ``proc`` exits. ``log`` is named in the error."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: server exited ({proc.returncode}); see {log}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 (fixed http://127.0.0.1 URL)
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url}: not ready after {timeout:.0f} s; see {log}")
