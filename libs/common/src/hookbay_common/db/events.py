@@ -601,11 +601,6 @@ class EventRepository:
         found.sort(key=_order)
         return found[:limit]
 
-    async def recent_heads_for_owner(self, username: str, limit: int = 10) -> list[EventRow]:
-        """The owner's newest events across all their webhooks, without bodies and headers:
-        the newest pages first, until no other page can hold a newer event."""
-        return await self.recent_heads_from(await self.summaries(username=username), limit)
-
     async def recent_heads_from(self, summaries: list[PageSummary], limit: int) -> list[EventRow]:
         """The ``limit`` newest events on the pages of ``summaries``: a webhook's newest events
         are on its top page, so only top pages are read (in parallel), newest first, until no
