@@ -51,7 +51,7 @@ class Replicas:
         async def check() -> bool:
             return await self.post(owner, name, secret) == [expected] * len(self.clients)
 
-        await until(check, timeout=10, what=f"both replicas answer {expected}")
+        await until(check, what=f"both replicas answer {expected}")
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +62,8 @@ async def replicas(env: dict[str, str], settings: Settings) -> AsyncIterator[Rep
     async with (
         ingest_process(penv) as (_, first),
         ingest_process(penv) as (_, second),
-        httpx.AsyncClient(base_url=first, timeout=10) as a,
-        httpx.AsyncClient(base_url=second, timeout=10) as b,
+        httpx.AsyncClient(base_url=first, timeout=30) as a,
+        httpx.AsyncClient(base_url=second, timeout=30) as b,
     ):
         yield Replicas([a, b])
 
@@ -168,7 +168,7 @@ class TestChangesReachEveryReplica:
                     (event,) = await probe.events(answer.json()["requestId"])
                     return event.forward_url == url
 
-                await until(stamped, timeout=10, what="the new forward URL on the event")
+                await until(stamped, what="the new forward URL on the event")
         finally:
             await probe.stop()
 
@@ -190,7 +190,7 @@ class TestChangesReachEveryReplica:
             return answer.status_code == 429 and answer.json()["plan"] == "free"
 
         for client in replicas.clients:
-            await until(lambda c=client: limited(c), timeout=10, what="the free plan's 429")
+            await until(lambda c=client: limited(c), what="the free plan's 429")
         deleted = await admin.client.delete(f"/api/v1/admin/users/{owner.username}")
         assert deleted.status_code == 204, deleted.text
 
@@ -202,7 +202,7 @@ class TestChangesReachEveryReplica:
                 a.status_code == 403 and a.json()["error"] == "User not found" for a in answers
             )
 
-        await until(unknown, timeout=10, what="both replicas forget the deleted user")
+        await until(unknown, what="both replicas forget the deleted user")
         assert (await owner.client.get("/api/v1/webhooks")).status_code == 401  # token gone
         self_delete = await admin.client.delete(f"/api/v1/admin/users/{admin.username}")
         assert self_delete.status_code == 400

@@ -21,7 +21,7 @@ from hookbay_common.db import Collections, Database
 from hookbay_common.db.events import EventRepository
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import ensure_configured_topics
-from hookbay_common.models import Attempt, Event
+from hookbay_common.models import Attempt, Event, EventStatus
 from hookbay_common.wire import decode_attempt, encode_attempt, encode_event
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_attempt, create_event, unique_name
@@ -201,9 +201,22 @@ class TestRecorderKilled:
                 lambda: at_least(len(answered), status="success"), 60,
                 what="every answered event marked success",
             )  # fmt: skip
+            repository = EventRepository(db)
+            expected = {
+                EventStatus.PENDING: EVENT_COUNT - len(answered),
+                EventStatus.SUCCESS: len(answered),
+                EventStatus.FAILED: 0,
+            }
+
+            async def counted() -> bool:
+                """The page summaries agree with the heads: the batch that set the last status
+                recounts its pages right after (a summary the killed recorder left stale is
+                rewritten by the successor's redo of that batch)."""
+                return await repository.counts(webhook_id) == expected
+
+            await until(counted, 60, what="page summaries agree with the heads")
             assert not second.exited
 
-        repository = EventRepository(db)
         docs = [event async for event, _ in repository.stream_for_webhook(webhook_id)]
         assert len(docs) == EVENT_COUNT
         assert {e.id: e.body for e in docs} == {e.id: e.body for e in events}  # byte-exact

@@ -60,7 +60,7 @@ class Pipeline:
             found = await events.get_by_request_id(request_id)
             return found is not None and found.status is status
 
-        await until(recorded, 20, what=f"event {request_id} {status}")
+        await until(recorded, 60, what=f"event {request_id} {status}")
         found = await events.get_by_request_id(request_id)
         assert found is not None
         return found
@@ -68,7 +68,9 @@ class Pipeline:
 
 @pytest.fixture(scope="module")
 async def pipeline(settings: Settings, db: Database) -> AsyncIterator[Pipeline]:
-    fs: ForwarderSettings = await forwarder_namespace(settings)
+    # a destination that hangs is held open by the test, never timed out by the forwarder: under
+    # load the pending read can take seconds, and a timeout would add a second attempt
+    fs: ForwarderSettings = await forwarder_namespace(settings, forward_timeout=120.0)
     app = create_app(ingest_settings(settings, kafka_namespace=fs.kafka_namespace))
     async with (
         serve_receiver() as receiver,

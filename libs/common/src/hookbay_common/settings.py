@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     secret_key: SecretStr
     public_url: str = "http://127.0.0.1:8080"
     log_level: str = "INFO"
+    keepalive_timeout: float = Field(default=75.0, ge=1, le=3600)
+    """Seconds an idle HTTP keep-alive connection stays open on ingest and the dashboard. Longer
+    than the idle timeout of the proxy in front (nginx 60 s, AWS ALB 60 s) and of common clients
+    (httpx 5 s), so the client side always closes first and never sends a request on a
+    connection the server is closing at that moment (uvicorn's own default, 5 s, races httpx's)."""
     producer_reset_after: float = Field(default=10.0, gt=0, le=600)
     """A producer that had no send acknowledged for this long, while sends failed or waited
     and the broker answered, is replaced by a fresh one (``hookbay_common.producer``)."""

@@ -34,6 +34,7 @@ def main() -> None:
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=10,
+        timeout_keep_alive=int(settings.keepalive_timeout),
     )
 
 

@@ -41,6 +41,7 @@ def main() -> None:
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=30,
+        timeout_keep_alive=int(settings.keepalive_timeout),
     )
 
 
