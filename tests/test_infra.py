@@ -95,11 +95,13 @@ class TestEmbeddedStoreIndexes:
                 db.events.insert_one({"_id": "evt_1", "request_id": "req_1"})
                 db.attempts.insert_one({"_id": "att_1", "event_id": "evt_1"})
                 db.event_pages.insert_one({"_id": "wh_1:0", "webhook_id": "wh_1"})
+                db.event_books.insert_one({"_id": "wh_1:000000", "webhook_id": "wh_1"})
                 expected = {
                     "events.id", "events.request_id", "events.username", "events.webhook_id_page",
                     "attempts.id", "attempts.event_id", "attempts.username",
                     "attempts.webhook_id_event_page", "event_pages.id", "event_pages.username",
-                    "event_pages.webhook_id",
+                    "event_pages.webhook_id", "event_books.id", "event_books.username",
+                    "event_books.webhook_id",
                 }  # fmt: skip
                 assert self.gin_indexes(name) == expected
                 db.events.drop()

@@ -21,6 +21,7 @@ LANGUAGE sql IMMUTABLE AS $$
     WHEN 'events' THEN ARRAY['_id', 'request_id', 'username', 'webhook_id+page']
     WHEN 'event_bodies' THEN ARRAY['_id', 'username', 'webhook_id+page']
     WHEN 'event_pages' THEN ARRAY['_id', 'username', 'webhook_id']
+    WHEN 'event_books' THEN ARRAY['_id', 'username', 'webhook_id']
     WHEN 'event_counters' THEN ARRAY['_id', 'username']
     WHEN 'attempts' THEN ARRAY['_id', 'event_id', 'username', 'webhook_id+event_page']
     WHEN 'sessions' THEN ARRAY['_id', 'username']

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -26,6 +27,8 @@ from hookbay_common.db import (
 from hookbay_common.db.client import INDEXES
 from hookbay_common.db.events import (
     PAGE_SIZE,
+    PageSummary,
+    _summary,
     attempt_to_document,
     event_to_document,
     migrate_event_layout,
@@ -491,6 +494,101 @@ class TestPagedLayout:
         ]
         assert exported == [e.id for e in inside]
 
+    async def test_books_agree_with_the_page_summaries(self, db: Database) -> None:
+        """Counts and bounds read from the books (100 pages each; 2 here) are those of the page
+        summaries, through status changes, a rewrite and deletions."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow() - timedelta(days=1)
+        made = [
+            create_event(
+                webhook_id=webhook_id, created_at=start + timedelta(seconds=i),
+                forward_url="http://127.0.0.1:9/h",
+            )
+            for i in range(PAGE_SIZE * 5 + 30)
+        ]  # fmt: skip
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("hookbay_common.db.events.BOOK_PAGES", 2)
+            await events.upsert_many(made)
+            await events.upsert_many(made[150:160])  # consumed again
+            await events.apply_attempts(
+                [
+                    create_attempt(e, status_code=200 if i % 3 else 500)
+                    for i, e in enumerate(made[::7])
+                ]
+            )
+            expired = [
+                p async for p in events.expired_pages(made[0].username, made[230].created_at)
+            ]
+            for page in expired:
+                await events.delete_page(page)
+
+        def as_tuples(summaries: list[PageSummary]) -> list[tuple[Any, ...]]:
+            return [
+                (s.page, s.first_at, s.last_at, s.counts, s.rejected, s.total) for s in summaries
+            ]
+
+        pages = [
+            _summary(doc)
+            async for doc in db[Collections.EVENT_PAGES].find({"webhook_id": webhook_id})
+        ]
+        from_books = await events.summaries(webhook_id=webhook_id)
+        assert as_tuples(from_books) == as_tuples(sorted(pages, key=lambda s: s.page))
+        assert [s.page for s in from_books] == [2, 3, 4, 5]  # pages 0, 1 gone; page 2 cut
+        assert sum(s.total for s in from_books) == len(made) - 230
+        assert await db[Collections.EVENT_BOOKS].count_documents({"webhook_id": webhook_id}) == 3
+
+    async def test_whole_minute_bounds_count_from_the_minutes(self, db: Database) -> None:
+        """A page a bound cuts is counted from its per-minute counts when the bound falls on a
+        whole minute (its heads are not read), and from its heads otherwise: the same counts."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow().replace(second=0, microsecond=0) - timedelta(hours=3)
+        made = [
+            create_event(
+                webhook_id=webhook_id, created_at=start + timedelta(seconds=25 * i),
+                forward_url="http://127.0.0.1:9/h",
+            )
+            for i in range(PAGE_SIZE * 3)
+        ]  # fmt: skip
+        await events.upsert_many(made)
+        await events.apply_attempts([create_attempt(e, status_code=500) for e in made[::4]])
+
+        def expected(since: datetime, until: datetime) -> dict[EventStatus, int]:
+            inside = [i for i, e in enumerate(made) if since <= e.created_at < until]
+            failed = sum(i % 4 == 0 for i in inside)
+            return {
+                EventStatus.PENDING: len(inside) - failed, EventStatus.SUCCESS: 0,
+                EventStatus.FAILED: failed,
+            }  # fmt: skip
+
+        since, until = start + timedelta(minutes=17), start + timedelta(minutes=101)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(EventRepository, "_page_statuses", None)  # reading heads would fail
+            assert await events.counts(webhook_id, since=since) == expected(since, utcnow())
+            assert await events.counts(webhook_id, since=since, until=until) == expected(
+                since, until
+            )
+        odd_since, odd_until = since + timedelta(seconds=13), until - timedelta(seconds=7)
+        assert await events.counts(webhook_id, since=odd_since, until=odd_until) == expected(
+            odd_since, odd_until
+        )
+
+    async def test_pages_without_minutes_are_counted_from_heads(self, db: Database) -> None:
+        """A summary written before the per-minute counts existed (layout 2) still counts."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow().replace(second=0, microsecond=0) - timedelta(hours=1)
+        made = [
+            create_event(webhook_id=webhook_id, created_at=start + timedelta(seconds=10 * i))
+            for i in range(PAGE_SIZE)
+        ]
+        await events.upsert_many(made)
+        await db[Collections.EVENT_PAGES].update_many({}, {"$unset": {"minutes": ""}})
+        since = start + timedelta(minutes=5)
+        counts = await events.counts(webhook_id, since=since)
+        assert sum(counts.values()) == sum(e.created_at >= since for e in made)
+
 
 class TestLayoutMigration:
     async def test_layout_1_events_upgrade_in_place(self, db: Database) -> None:
@@ -532,3 +630,19 @@ class TestLayoutMigration:
             await events.delete_page(page)
         assert await attempts.list_for_event(old[0].id) == []
         assert [h.id for h in (await events.heads_for_webhook(webhook_id)).heads] == [new.id]
+
+    async def test_layout_2_gets_its_books(self, db: Database) -> None:
+        """Page summaries written before the books existed are entered in them."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE + 7)]
+        await events.upsert_many(made)
+        await db[Collections.EVENT_BOOKS].delete_many({})
+        await db[Collections.MIGRATIONS].replace_one(
+            {"_id": "event_layout"}, {"version": 2}, upsert=True
+        )
+        assert await events.counts(webhook_id) == dict.fromkeys(EventStatus, 0)
+        assert await migrate_event_layout(db) == 0
+        assert await events.counts(webhook_id) == {
+            EventStatus.PENDING: PAGE_SIZE + 7, EventStatus.SUCCESS: 0, EventStatus.FAILED: 0,
+        }  # fmt: skip

@@ -17,7 +17,7 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from hookbay_common.clock import isoformat, utcnow
-from hookbay_common.db.events import EventCursor
+from hookbay_common.db.events import PAGE_SIZE, EventCursor
 from hookbay_common.errors import InvalidCursor
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
@@ -510,6 +510,30 @@ class TestOverview:
         assert ids(body["recent_events"]) == newest_first(mine)[:10]
         assert set(body["recent_events"][0]) == SUMMARY_FIELDS
         assert idle.id not in {e["webhook_id"] for e in body["recent_events"]}
+
+    async def test_window_and_recent_events_across_pages(self, dashboard: Dashboard) -> None:
+        """Pages the window's start cuts are counted to the minute (24 hours ago, rounded down);
+        the newest page holding fewer than ten events, the page below completes the ten."""
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        window_start = (utcnow() - timedelta(hours=24)).replace(second=0, microsecond=0)
+        # one page from 50 minutes before the window's start to 49 minutes after it
+        straddling = await store(
+            dashboard, hook, [S] * PAGE_SIZE, start=window_start - timedelta(minutes=50),
+            step=timedelta(minutes=1),
+        )  # fmt: skip
+        top = await store(dashboard, hook, [F] * 4, start=utcnow() - timedelta(minutes=5))
+        while True:  # asked again if a minute began meanwhile (the window moved by one)
+            body = (await owner.client.get("/api/v1/overview")).json()
+            if (utcnow() - timedelta(hours=24)).replace(second=0, microsecond=0) == window_start:
+                break
+            window_start += timedelta(minutes=1)
+        inside = sum(e.created_at >= window_start for e in straddling)
+        [row] = body["webhooks"]
+        assert row["counts_24h"] == {
+            "success": inside, "failed": 4, "pending": 0, "total": inside + 4,
+        }  # fmt: skip
+        assert ids(body["recent_events"]) == newest_first([*straddling, *top])[:10]
 
     async def test_recent_events_stop_at_ten(self, dashboard: Dashboard) -> None:
         owner = await dashboard.owner()

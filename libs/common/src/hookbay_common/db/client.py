@@ -16,6 +16,7 @@ class Collections:
     EVENTS: Final = "events"
     EVENT_BODIES: Final = "event_bodies"
     EVENT_PAGES: Final = "event_pages"
+    EVENT_BOOKS: Final = "event_books"
     EVENT_COUNTERS: Final = "event_counters"
     ATTEMPTS: Final = "attempts"
     API_TOKENS: Final = "api_tokens"
@@ -50,6 +51,10 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
     ],
     Collections.EVENT_PAGES: [
         IndexModel([("webhook_id", ASCENDING), ("page", ASCENDING)], name="webhook_page"),
+        IndexModel([("username", ASCENDING)], name="owner"),
+    ],
+    Collections.EVENT_BOOKS: [
+        IndexModel([("webhook_id", ASCENDING), ("book", ASCENDING)], name="webhook_book"),
         IndexModel([("username", ASCENDING)], name="owner"),
     ],
     Collections.EVENT_COUNTERS: [

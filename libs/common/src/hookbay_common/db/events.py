@@ -30,7 +30,7 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from pymongo import ReturnDocument, UpdateOne
@@ -48,6 +48,9 @@ from hookbay_common.models import Attempt, Event, EventHead, EventRow, EventStat
 PAGE_SIZE: Final = 100
 """Events per page. A page is what one list query decodes (FerretDB decodes every matching
 document in Go): 100 heads of ~0.4 KB are read in a few milliseconds."""
+BOOK_PAGES: Final = 100
+"""Pages per book: an ``event_books`` document holds the counts of 100 pages (10,000 events), so
+counting a webhook of a million events reads 100 small documents, not 10,000 page summaries."""
 MAX_PAGES_PER_LIST: Final = 40
 """Pages one list call reads at most: a filter matching few events (say 1 failure in 10,000)
 answers a short page with a cursor instead of walking the whole webhook in one request."""
@@ -58,6 +61,7 @@ LOOKUP_CONCURRENCY: Final = 8
 """Parallel single-document look-ups; below the connection pool (16) so writes keep room."""
 
 _STATUSES: Final = tuple(EventStatus)
+_STATUS_INDEX: Final = {s.value: i for i, s in enumerate(_STATUSES)}
 _BODY_FIELDS: Final = ("request_headers", "request_body", "request_body_encoding")
 _POSITION_FIELDS: Final = ("seq", "page")
 _HEAD_ONLY_FIELDS: Final = (
@@ -259,6 +263,7 @@ class EventRepository:
         self._events = db[Collections.EVENTS]
         self._bodies = db[Collections.EVENT_BODIES]
         self._pages = db[Collections.EVENT_PAGES]
+        self._books = db[Collections.EVENT_BOOKS]
         self._counters = db[Collections.EVENT_COUNTERS]
         self._attempts = db[Collections.ATTEMPTS]
         self._located: OrderedDict[str, tuple[str, int]] = OrderedDict()
@@ -434,20 +439,29 @@ class EventRepository:
                 )
             ]
             key = page_id(webhook_id, page)
+            book = {"_id": book_id(webhook_id, page // BOOK_PAGES)}
             if not docs:
                 await self._pages.delete_one({"_id": key})
+                await self._books.update_one(book, {"$unset": {f"pages.{page}": ""}})
                 continue
             counts = {s.value: 0 for s in _STATUSES}
             rejected = 0
+            minutes: dict[str, list[int]] = {}
             for doc in docs:
                 counts[doc["status"]] = counts.get(doc["status"], 0) + 1
                 rejected += doc.get("rejected_reason") is not None
+                tally = minutes.setdefault(minute_key(doc["created_at"]), [0] * len(_STATUSES))
+                tally[_STATUS_INDEX[doc["status"]]] += 1
             times = [doc["created_at"] for doc in docs]
             summary = {
                 "webhook_id": webhook_id, "username": docs[0]["username"], "page": page,
                 "first_at": min(times), "last_at": max(times), "total": len(docs), "rejected": rejected, **counts,
+                "minutes": minutes,
             }  # fmt: skip
             await self._pages.replace_one({"_id": key}, summary, upsert=True)
+            await self._books.update_one(
+                book, {"$set": _book_entry(summary)}, upsert=True
+            )  # after the page: a book never counts what its page does not
 
     # ------------------------------------------------------------------ reading one event
 
@@ -498,11 +512,16 @@ class EventRepository:
     async def summaries(
         self, *, webhook_id: str | None = None, username: str | None = None
     ) -> list[PageSummary]:
-        """The page summaries of one webhook or of every webhook of an owner, by page."""
+        """The page summaries of one webhook or of every webhook of an owner, by page: read
+        from the books (one document per 100 pages), without the per-minute counts."""
         query: dict[str, Any] = (
             {"webhook_id": webhook_id} if webhook_id is not None else {"username": username}
         )
-        found = [_summary(doc) async for doc in self._pages.find(query)]
+        found = [
+            _summary_of_entry(doc, int(page), entry)
+            async for doc in self._books.find(query)
+            for page, entry in doc.get("pages", {}).items()
+        ]
         found.sort(key=lambda s: (s.webhook_id, s.page))
         return found
 
@@ -602,23 +621,15 @@ class EventRepository:
         return found[:limit]
 
     async def recent_heads_from(self, summaries: list[PageSummary], limit: int) -> list[EventRow]:
-        """The ``limit`` newest events on the pages of ``summaries``: a webhook's newest events
-        are on its top page, so only top pages are read (in parallel), newest first, until no
-        other can hold a newer event."""
-        tops: dict[str, PageSummary] = {}
-        for summary in summaries:
-            if summary.page >= tops.get(summary.webhook_id, summary).page:
-                tops[summary.webhook_id] = summary
-        pages = sorted(tops.values(), key=lambda s: s.last_at, reverse=True)
+        """The ``limit`` newest events on the pages of ``summaries``: pages are read one at a
+        time, the one with the newest event first, until no page left can hold a newer event
+        than the ``limit``-th found (usually after one or two pages)."""
+        pages = sorted(summaries, key=lambda s: s.last_at, reverse=True)
         found: list[EventRow] = []
-        for start in range(0, len(pages), LOOKUP_CONCURRENCY // 2):
-            batch = pages[start : start + LOOKUP_CONCURRENCY // 2]
-            if len(found) >= limit and batch[0].last_at < found[limit - 1].created_at:
+        for summary in pages:
+            if len(found) >= limit and summary.last_at < found[limit - 1].created_at:
                 break
-            for rows in await asyncio.gather(
-                *(self.page_heads(p.webhook_id, p.page) for p in batch)
-            ):
-                found += rows
+            found += await self.page_heads(summary.webhook_id, summary.page)
             found.sort(key=_order, reverse=True)
         return found[:limit]
 
@@ -656,11 +667,31 @@ class EventRepository:
                     counts[status] += n
             else:
                 cut.append(summary)
-        pages = await _gather_limited(self._page_statuses(c.webhook_id, c.page) for c in cut)
-        for rows in pages:
-            for created_at, status in rows:
-                if (since is None or created_at >= since) and (until is None or created_at < until):
-                    counts[status] += 1
+        pages = await _gather_limited(self._page_counts(c, since, until) for c in cut)
+        for page_counts in pages:
+            for status, n in page_counts.items():
+                counts[status] += n
+        return counts
+
+    async def _page_counts(
+        self, summary: PageSummary, since: datetime | None, until: datetime | None
+    ) -> dict[EventStatus, int]:
+        """Events by status in [since, until) on one page a bound cuts: from the per-minute
+        counts of its summary when the bounds fall on whole minutes, else from its heads."""
+        counts = dict.fromkeys(_STATUSES, 0)
+        if _on_minute(since) and _on_minute(until):
+            doc = await self._pages.find_one({"_id": page_id(summary.webhook_id, summary.page)})
+            if doc is not None and "minutes" in doc:
+                low = minute_key(since) if since is not None else ""
+                high = minute_key(until) if until is not None else None
+                for key, tally in doc["minutes"].items():
+                    if key >= low and (high is None or key < high):
+                        for status, n in zip(_STATUSES, tally, strict=True):
+                            counts[status] += n
+                return counts
+        for created_at, status in await self._page_statuses(summary.webhook_id, summary.page):
+            if (since is None or created_at >= since) and (until is None or created_at < until):
+                counts[status] += 1
         return counts
 
     async def _page_statuses(
@@ -788,8 +819,42 @@ class EventRepository:
         await self._bodies.delete_many({"username": username})
         result = await self._events.delete_many({"username": username})
         await self._pages.delete_many({"username": username})
+        await self._books.delete_many({"username": username})
         await self._counters.delete_many({"username": username})
         return result.deleted_count
+
+
+def book_id(webhook_id: str, book: int) -> str:
+    return f"{webhook_id}:{book:06d}"
+
+
+def minute_key(at: datetime) -> str:
+    """The minute of ``at`` (UTC) as a sortable key of a page summary's ``minutes``."""
+    return at.astimezone(UTC).strftime("%Y%m%d%H%M")
+
+
+def _on_minute(at: datetime | None) -> bool:
+    return at is None or (at.second == 0 and at.microsecond == 0)
+
+
+def _book_entry(summary: dict[str, Any]) -> dict[str, Any]:
+    """A page's entry in its book (``$set`` fields): counts and ``created_at`` bounds."""
+    page = summary["page"]
+    entry = {s.value[0]: summary[s.value] for s in _STATUSES}
+    entry |= {"r": summary["rejected"], "a": summary["first_at"], "z": summary["last_at"]}
+    return {
+        "webhook_id": summary["webhook_id"], "username": summary["username"],
+        "book": page // BOOK_PAGES, f"pages.{page}": entry,
+    }  # fmt: skip
+
+
+def _summary_of_entry(book: dict[str, Any], page: int, entry: dict[str, Any]) -> PageSummary:
+    return PageSummary(
+        webhook_id=book["webhook_id"], username=book["username"], page=page,
+        first_at=entry["a"], last_at=entry["z"],
+        counts={s: int(entry.get(s.value[0], 0)) for s in _STATUSES},
+        rejected=int(entry.get("r", 0)),
+    )  # fmt: skip
 
 
 def _summary(doc: dict[str, Any]) -> PageSummary:
@@ -910,8 +975,9 @@ class AttemptRepository:
         return (await self._attempts.delete_many({"username": username})).deleted_count
 
 
-LAYOUT_VERSION: Final = 2
-"""1: an event was one document (head, headers and body); 2: heads, bodies and page summaries."""
+LAYOUT_VERSION: Final = 3
+"""1: an event was one document (head, headers and body); 2: heads, bodies and page summaries;
+3: books (``event_books``) over the page summaries, and per-minute counts in new summaries."""
 MIGRATION_CHUNK: Final = 100
 
 
@@ -927,8 +993,32 @@ async def migrate_event_layout(db: Database) -> int:
     whole collection)."""
     marker = db[Collections.MIGRATIONS]
     done = await marker.find_one({"_id": "event_layout"})
-    if done is not None and done.get("version", 0) >= LAYOUT_VERSION:
+    version = 0 if done is None else int(done.get("version", 0))
+    if version >= LAYOUT_VERSION:
         return 0
+    moved = await _move_layout_1(db) if version < 2 else 0
+    await _write_books(db)
+    await marker.replace_one(
+        {"_id": "event_layout"}, {"version": LAYOUT_VERSION, "moved": moved}, upsert=True
+    )
+    return moved
+
+
+async def _write_books(db: Database) -> None:
+    """Layout 2 → 3: enter every page summary in its book (idempotent: ``$set`` per page).
+    Summaries written before keep no per-minute counts; a bound that cuts such a page is
+    counted from its heads, as before."""
+    books = db[Collections.EVENT_BOOKS]
+    async for doc in db[Collections.EVENT_PAGES].find({}):
+        await books.update_one(
+            {"_id": book_id(doc["webhook_id"], doc["page"] // BOOK_PAGES)},
+            {"$set": _book_entry(doc)},
+            upsert=True,
+        )
+
+
+async def _move_layout_1(db: Database) -> int:
+    """Layout 1 → 2 (see ``migrate_event_layout``); how many events moved."""
     events, attempts = db[Collections.EVENTS], db[Collections.ATTEMPTS]
     repository = EventRepository(db)
     by_webhook: dict[str, list[str]] = {}
@@ -977,9 +1067,6 @@ async def migrate_event_layout(db: Database) -> int:
             {"_id": webhook_id}, {"$min": {"low": first_seq // PAGE_SIZE}}
         )
         await repository.recount(pages)
-    await marker.replace_one(
-        {"_id": "event_layout"}, {"version": LAYOUT_VERSION, "moved": moved}, upsert=True
-    )
     return moved
 
 
