@@ -27,6 +27,7 @@ from hookbay_common.db import (
 from hookbay_common.db.client import INDEXES
 from hookbay_common.db.events import (
     PAGE_SIZE,
+    ExpiredPage,
     PageSummary,
     _summary,
     attempt_to_document,
@@ -42,7 +43,7 @@ from hookbay_common.errors import (
     WebhookNotFound,
 )
 from hookbay_common.ids import IdPrefix, derived_id, new_id
-from hookbay_common.models import ApiToken, AttemptTrigger, EventStatus, RejectedReason, Role
+from hookbay_common.models import ApiToken, AttemptTrigger, Event, EventStatus, RejectedReason, Role
 from hookbay_common.secrets_box import SecretBox, hash_api_token
 from tests.support.factories import (
     TEST_SECRET_KEY,
@@ -574,6 +575,41 @@ class TestPagedLayout:
             odd_since, odd_until
         )
 
+    async def test_the_owners_newest_events(self, db: Database) -> None:
+        """Kept per webhook by the writes; after some are deleted, or for events written before
+        they were kept, read from the pages: the ten newest across the owner's webhooks."""
+        events = EventRepository(db)
+        username = unique_name("u")
+        start = utcnow() - timedelta(hours=1)
+        hooks = [new_id(IdPrefix.WEBHOOK) for _ in range(3)]
+        made = [
+            create_event(
+                username=username, webhook_id=hooks[i % 3],
+                created_at=start + timedelta(seconds=i * (1 if i < 90 else 37)),
+            )
+            for i in range(PAGE_SIZE + 40)
+        ]  # fmt: skip
+        for chunk in (made[:60], made[60:110], made[110:]):
+            await events.upsert_many(chunk)
+
+        async def newest() -> list[str]:
+            summaries = await events.summaries(username=username)
+            return [r.id for r in await events.recent_heads(username, summaries)]
+
+        def expected(alive: list[Event]) -> list[str]:
+            return [e.id for e in sorted(alive, key=lambda e: (e.created_at, e.id))][::-1][:10]
+
+        assert await newest() == expected(made)
+        await db[Collections.EVENT_COUNTERS].update_many({}, {"$unset": {"recent": ""}})
+        assert await newest() == expected(made)  # from the pages
+        await events.upsert_many(made[-3:])  # consumed again: kept again
+        top = await events.top_page(hooks[2])
+        assert top is not None
+        await events.delete_page(ExpiredPage(hooks[2], top[1], 0, None))
+        alive = [e for e in made if e.id in {h.id for h in await _all_heads(events, hooks)}]
+        assert len(alive) < len(made)
+        assert await newest() == expected(alive)
+
     async def test_pages_without_minutes_are_counted_from_heads(self, db: Database) -> None:
         """A summary written before the per-minute counts existed (layout 2) still counts."""
         events = EventRepository(db)
@@ -588,6 +624,13 @@ class TestPagedLayout:
         since = start + timedelta(minutes=5)
         counts = await events.counts(webhook_id, since=since)
         assert sum(counts.values()) == sum(e.created_at >= since for e in made)
+
+
+async def _all_heads(events: EventRepository, hooks: list[str]) -> list[Any]:
+    found = []
+    for hook in hooks:
+        found += (await events.heads_for_webhook(hook, limit=1000)).heads
+    return found
 
 
 class TestLayoutMigration:

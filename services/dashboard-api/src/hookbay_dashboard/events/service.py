@@ -187,7 +187,7 @@ class EventService:
             _webhook_overview(w, by_status, max((s.last_at for s in mine[w.id]), default=None))
             for w, by_status in zip(webhooks, counted, strict=True)
         ]
-        recent = await self._events.recent_heads_from(summaries, RECENT_EVENTS)
+        recent = (await self._events.recent_heads(username, summaries))[:RECENT_EVENTS]
         return Overview(webhooks=rows, recent_events=[EventSummary.of(h) for h in recent])
 
     async def _owned_event(self, username: str, event_id: str) -> Event:
