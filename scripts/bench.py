@@ -16,7 +16,10 @@ configuration propagation and CLI start-up benchmark (``scripts/bench_config.py`
 budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium) and the
 event-store benchmark (``scripts/bench_store.py``, its own section: lists, look-ups, counts,
 overview, recorder throughput, export, live-tail reads and retention with 10k, 100k and 1M events
-stored, written through the recorder's own calls; about an hour, most of it storing 1M events).
+stored, written through the recorder's own calls; about an hour, most of it storing 1M events),
+then accepted → visible at 300 events/s through the whole pipeline with the last stage's events
+still stored (``scripts/bench_visible.py``, its own section; without the store benchmark, on an
+empty database).
 ``--store-events 10000,100000`` (or ``BENCH_STORE_EVENTS``) sizes it, ``0`` leaves it out.
 
 The generated part of the doc sits between the ``bench:ingest`` markers; text outside them
@@ -549,9 +552,12 @@ def run(store: list[str] | None) -> int:
     status = run_forwarder_bench()
     status = run_script("bench_config.py", [], timeout=600) or status
     status = run_script("bench_spa.py", [], timeout=1800) or status
-    if store is not None:
-        status = run_script("bench_store.py", store, timeout=4 * 3600) or status
-    return status
+    if store is None:
+        return run_script("bench_visible.py", [], timeout=1800) or status
+    # the store's last stage stays for the visibility run (accepted → listed with it stored)
+    status = run_script("bench_store.py", [*store, "--keep"], timeout=4 * 3600) or status
+    visible = ["--db", "hookbay_bench_store", "--drop"]
+    return run_script("bench_visible.py", visible, timeout=1800) or status
 
 
 def run_forwarder_bench() -> int:
