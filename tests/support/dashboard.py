@@ -87,9 +87,11 @@ async def serve_dashboard(settings: DashboardSettings) -> AsyncIterator[Dashboar
     """Serve ``create_app(settings)`` on 127.0.0.1 until the block ends."""
     port = free_port()
     app = create_app(settings.model_copy(update={"dashboard_port": port}))
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
-    )
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_config=None, access_log=False,
+        timeout_keep_alive=int(settings.keepalive_timeout),  # as python -m hookbay_dashboard
+    )  # fmt: skip
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

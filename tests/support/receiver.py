@@ -94,6 +94,7 @@ async def serve_receiver() -> AsyncIterator[Receiver]:
     config = uvicorn.Config(
         receiver, host="127.0.0.1", port=receiver.port, log_config=None, access_log=False,
         lifespan="off", timeout_graceful_shutdown=1,
+        timeout_keep_alive=75,  # a destination like nginx: the forwarder's pool closes first
     )  # fmt: skip
     server = _Server(config)
     task = asyncio.create_task(server.serve())
