@@ -234,6 +234,31 @@ class TestUrlState:
         await expect(page).to_have_url(re.compile(f"q={good}"))
 
 
+class TestSearch:
+    async def test_text_in_a_body_or_header_finds_its_events(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        wanted = await stack.send(hook, b'{"customer": "Ada Lovelace"}')
+        other = await stack.send(hook, b'{"customer": "Alan Turing"}')
+        await stack.event(wanted)
+        await stack.event(other)
+        page = session.page
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+        rows = page.get_by_role("list", name=f"Events of {hook['name']}").get_by_role("link")
+        await expect(rows).to_have_count(2)
+
+        await page.get_by_label("Request ID or text").fill("ada lovelace")
+        await page.get_by_role("button", name="Search").click()
+
+        await expect(page).to_have_url(re.compile(r"q=ada"))
+        await expect(rows).to_have_count(1)
+        await expect(rows.first).to_contain_text(wanted)
+        await page.reload()
+        await expect(rows).to_have_count(1)
+
+
 class TestFilters:
     async def test_tabs_count_and_the_date_range_filters_the_list(
         self, stack: Stack, session: Session
@@ -252,6 +277,7 @@ class TestFilters:
         await expect(page.get_by_role("tab", name="All (2)")).to_be_visible()
         await expect(page.get_by_role("tab", name="Success (1)")).to_be_visible()
         await expect(page.get_by_role("tab", name="Failed (1)")).to_be_visible()
+        await expect(page.get_by_role("tab", name="Pending (0)")).to_be_visible()
 
         await page.get_by_label("From (local time)").fill("2099-01-01T00:00")
 

@@ -32,7 +32,7 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SUMMARY_FIELDS = {
     "id", "request_id", "webhook_id", "webhook_name", "created_at", "status",
     "rejected_reason", "content_type", "client_ip", "signature_valid", "body_size",
-    "last_status_code", "last_latency_ms", "last_error", "next_retry_at",
+    "last_status_code", "last_latency_ms", "last_error", "next_retry_at", "attempt_count",
 }  # fmt: skip
 
 
@@ -130,11 +130,12 @@ class TestList:
         assert first["created_at"] == isoformat(newest.created_at)
         assert TIMESTAMP.match(first["created_at"])
 
-    async def test_filters_keep_pending_under_all_only(self, dashboard: Dashboard) -> None:
+    async def test_each_status_filter_keeps_its_status(self, dashboard: Dashboard) -> None:
         owner = await dashboard.owner()
         hook = await hook_of(dashboard, owner)
         made = await store(dashboard, hook, [S, F, P, S, F, P])
-        for status, kept in [("all", {S, F, P}), ("success", {S}), ("failed", {F})]:
+        filters = [("all", {S, F, P}), ("success", {S}), ("failed", {F}), ("pending", {P})]
+        for status, kept in filters:
             body = await page(owner, hook.name, status=status)
             assert ids(body["items"]) == newest_first([e for e in made if e.status in kept])
             assert {item["status"] for item in body["items"]} == {s.value for s in kept}
@@ -170,7 +171,7 @@ class TestList:
         owner = await dashboard.owner()
         hook = await hook_of(dashboard, owner)
         response = await owner.client.get(
-            f"/api/v1/webhooks/{hook.name}/events", params={"status": "pending"}
+            f"/api/v1/webhooks/{hook.name}/events", params={"status": "delivered"}
         )
         assert response.status_code == 422
         assert response.json()["message"].startswith("query.status:")
@@ -257,6 +258,94 @@ class TestList:
             response = await who.client.get(f"/api/v1/webhooks/{name}/events")
             assert response.status_code == 404
             assert response.json()["error"] == "Webhook not found"
+
+
+class TestAttemptCount:
+    async def test_rows_count_the_attempts_of_the_latest_delivery(
+        self, dashboard: Dashboard
+    ) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        retried, untried = await store(dashboard, hook, [P, P])
+        chain = new_id(IdPrefix.CHAIN)
+        await dashboard.runtime.events.apply_attempts([
+            create_attempt(retried, chain_id=chain, number=1, status_code=502),
+            create_attempt(retried, chain_id=chain, number=2, status_code=503),
+            create_attempt(retried, chain_id=chain, number=3, status_code=200),
+        ])  # fmt: skip
+        rows = {item["id"]: item for item in (await page(owner, hook.name))["items"]}
+        assert (rows[retried.id]["attempt_count"], rows[retried.id]["status"]) == (3, "success")
+        assert rows[untried.id]["attempt_count"] == 0
+
+
+class TestSearch:
+    async def test_text_in_headers_or_body_ignoring_case(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        in_body, in_header, in_binary, neither = (
+            create_event(
+                webhook_id=hook.id, webhook_name=hook.name, username=owner.username,
+                created_at=utcnow() - timedelta(seconds=10 - i), request_headers=headers, body=body,
+            )
+            for i, (headers, body) in enumerate([
+                ({}, b'{"order": "Needle-42"}'),
+                ({"X-Trace": "a NEEDLE here"}, b"{}"),
+                ({}, b"\xff\x00needle\xfe"),
+                ({"x-other": "hay"}, b"haystack"),
+            ])
+        )  # fmt: skip
+        await dashboard.runtime.events.upsert_many([in_body, in_header, in_binary, neither])
+        found = await page(owner, hook.name, q="needle")
+        assert ids(found["items"]) == [in_binary.id, in_header.id, in_body.id]
+        assert ids((await page(owner, hook.name, q="x-trace: a needle"))["items"]) == [in_header.id]
+        assert ids((await page(owner, hook.name, q="needle", status="success"))["items"]) == []
+        assert (await page(owner, hook.name, q="nowhere"))["items"] == []
+
+    async def test_a_search_reads_a_bounded_part_then_a_cursor(self, dashboard: Dashboard) -> None:
+        """Only the oldest of 250 events matches: with 1 page per call (monkeypatched), the first
+        calls answer nothing and a cursor; following it finds the match; the cursor is bound to
+        the search."""
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        start = utcnow() - timedelta(hours=1)
+        made = [
+            create_event(
+                webhook_id=hook.id, webhook_name=hook.name, username=owner.username,
+                created_at=start + timedelta(seconds=i), body=b"needle" if i == 0 else b"hay",
+            )
+            for i in range(PAGE_SIZE * 2 + 50)
+        ]  # fmt: skip
+        await dashboard.runtime.events.upsert_many(made)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("hookbay_common.db.events.MAX_SEARCH_PAGES", 1)
+            first = await page(owner, hook.name, q="needle")
+            assert (first["items"], first["next_cursor"] is not None) == ([], True)
+            other = await owner.client.get(
+                f"/api/v1/webhooks/{hook.name}/events",
+                params={"q": "hay", "cursor": first["next_cursor"]},
+            )
+            assert other.status_code == 400
+            cursor, found = first["next_cursor"], []
+            while cursor is not None:
+                more = await page(owner, hook.name, q="needle", cursor=cursor)
+                found += ids(more["items"])
+                cursor = more["next_cursor"]
+        assert found == [made[0].id]
+
+    async def test_bad_searches_are_422_and_other_owners_404(self, dashboard: Dashboard) -> None:
+        owner, stranger = await dashboard.owner(), await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S])
+        for q in ("", "x" * 201):
+            response = await owner.client.get(
+                f"/api/v1/webhooks/{hook.name}/events", params={"q": q}
+            )
+            assert response.status_code == 422
+            assert response.json()["detail"][0]["loc"] == ["query", "q"]
+        response = await stranger.client.get(
+            f"/api/v1/webhooks/{hook.name}/events", params={"q": "ok"}
+        )
+        assert response.status_code == 404
 
 
 class TestDetail:
@@ -355,7 +444,7 @@ class TestWebhookExport:
         hook, other = await hook_of(dashboard, owner), await hook_of(dashboard, owner)
         made = await store(dashboard, hook, [S, F, P, F, S, F])
         await store(dashboard, other, [F])
-        for status, kept in [("failed", {F}), ("all", {S, F, P})]:
+        for status, kept in [("failed", {F}), ("all", {S, F, P}), ("pending", {P})]:
             async with owner.client.stream(
                 "GET", f"/api/v1/webhooks/{hook.name}/events/export", params={"status": status}
             ) as response:

@@ -139,6 +139,7 @@ class EventRow(EventHead):
     last_latency_ms: float | None = None
     last_error: str | None = None
     next_retry_at: datetime | None = None
+    last_attempt_number: int | None = None
 
 
 class Event(EventHead):

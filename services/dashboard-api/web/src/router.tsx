@@ -80,7 +80,10 @@ const eventsRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "webhooks/$name/events",
   validateSearch: (s: Record<string, unknown>): EventsSearch => ({
-    status: s.status === "success" || s.status === "failed" ? s.status : undefined,
+    status:
+      s.status === "success" || s.status === "failed" || s.status === "pending"
+        ? s.status
+        : undefined,
     since: isoTime(s.since),
     until: isoTime(s.until),
     q: text(s.q),

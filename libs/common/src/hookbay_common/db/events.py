@@ -54,6 +54,8 @@ counting a webhook of a million events reads 100 small documents, not 10,000 pag
 MAX_PAGES_PER_LIST: Final = 40
 """Pages one list call reads at most: a filter matching few events (say 1 failure in 10,000)
 answers a short page with a cursor instead of walking the whole webhook in one request."""
+MAX_SEARCH_PAGES: Final = 10
+"""Pages one search call reads (heads and bodies): 1,000 events, then a cursor to go on."""
 LOCATE_CACHE: Final = 100_000
 """Event ids whose (webhook, page) the repository remembers from its own writes, so the
 attempts that follow an event need no lookup."""
@@ -75,6 +77,7 @@ _HEAD_ONLY_FIELDS: Final = (
     "last_latency_ms",
     "next_retry_at",
     "last_error",
+    "last_attempt_number",
 )
 _HEAD_PROJECTION: Final = {name: 0 for name in (*_BODY_FIELDS, "status_key")}
 
@@ -211,6 +214,7 @@ def _status_if_later(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
             "last_latency_ms": attempt.latency_ms,
             "last_error": attempt.error,
             "next_retry_at": attempt.next_retry_at if attempt.will_retry else None,
+            "last_attempt_number": attempt.number,
         }
     }
 
@@ -543,15 +547,19 @@ class EventRepository:
         request_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        contains: str | None = None,
     ) -> HeadPage:
         """Newest first (page, then ``created_at``, then id, descending; pages follow arrival
         order, so this is arrival order), without bodies and headers, at most ``limit``.
         ``after`` continues strictly below a position, so events arriving meanwhile (above
         it) neither shift nor repeat the rest. ``since`` (inclusive) / ``until`` (exclusive)
-        bound ``created_at``. ``request_id`` narrows to that one request.
+        bound ``created_at``. ``request_id`` narrows to that one request. ``contains`` keeps
+        the events with that text in a header (``name: value``) or the body, ignoring ASCII
+        case (``_contains``).
 
-        Reads one page at a time, at most ``MAX_PAGES_PER_LIST`` pages: a filter that matches
-        little may answer fewer than ``limit`` heads with a position to go on from."""
+        Reads one page at a time, at most ``MAX_PAGES_PER_LIST`` pages (``MAX_SEARCH_PAGES``
+        with ``contains``, whose pages also read the bodies): a filter that matches little may
+        answer fewer than ``limit`` heads with a position to go on from."""
         if request_id is not None:
             doc = await self._events.find_one({"request_id": request_id}, _HEAD_PROJECTION)
             if doc is None or doc.get("webhook_id") != webhook_id:
@@ -569,8 +577,9 @@ class EventRepository:
         found: list[EventRow] = []
         pages: list[int] = []  # the page of each found row
         read = 0
+        budget = MAX_PAGES_PER_LIST if contains is None else MAX_SEARCH_PAGES
         while page >= low:
-            if read == MAX_PAGES_PER_LIST:
+            if read == budget:
                 return HeadPage(found, EventCursor(page))
             read += 1
             if since is not None:
@@ -578,6 +587,9 @@ class EventRepository:
                 if summary is not None and summary.last_at < since:
                     break
             rows = await self.page_heads(webhook_id, page, status)
+            if contains is not None and rows:
+                matching = await self._matching(webhook_id, page, contains)
+                rows = [r for r in rows if r.id in matching]
             for row in reversed(rows):
                 if after is not None and after.above(row, page):
                     continue
@@ -590,6 +602,15 @@ class EventRepository:
                 pages.append(page)
             page -= 1
         return HeadPage(found, None)
+
+    async def _matching(self, webhook_id: str, page: int, text: str) -> set[str]:
+        """Ids of the page's events with ``text`` in a header or the body (``_contains``)."""
+        needle = text.lower().encode()
+        return {
+            doc["_id"]
+            async for doc in self._bodies.find({"webhook_id": webhook_id, "page": page})
+            if _contains(doc, needle)
+        }
 
     async def _summary(self, webhook_id: str, page: int) -> PageSummary | None:
         doc = await self._pages.find_one({"_id": page_id(webhook_id, page)})
@@ -934,6 +955,15 @@ def _summary(doc: dict[str, Any]) -> PageSummary:
         counts={s: int(doc.get(s.value, 0)) for s in _STATUSES},
         rejected=int(doc.get("rejected", 0)),
     )  # fmt: skip
+
+
+def _contains(body_doc: dict[str, Any], needle: bytes) -> bool:
+    """Whether ``needle`` (lower case, UTF-8) is in a header as ``name: value`` or in the body's
+    bytes (a binary body too), ignoring ASCII case."""
+    for entry in body_doc.get("request_headers", []):
+        if needle in f"{entry['name']}: {entry['value']}".lower().encode():
+            return True
+    return needle in body_from_document(body_doc, "request_body").lower()
 
 
 def _within(row: EventHead, since: datetime | None, until: datetime | None) -> bool:

@@ -33,10 +33,10 @@ LIST_MAX: Final = 1000
 
 status_option = click.option(
     "--status",
-    type=click.Choice(["all", "success", "failed"]),  # StatusFilter's values
+    type=click.Choice(["all", "success", "failed", "pending"]),  # StatusFilter's values
     default="all",
     show_default=True,
-    help="Only events with this status (all also shows pending ones).",
+    help="Only events with this status.",
 )
 
 

@@ -76,13 +76,23 @@ async def list_events(
     ] = None,
     since: Since = None,
     until: Until = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=1, max_length=200,
+            description="Only events with this text in a request header (as `name: value`) or "
+            "in the body (a binary body's bytes too), ignoring ASCII case. Bounded: one call "
+            "searches at most 1,000 events and answers the matches found with `next_cursor` "
+            "to search on, so a page may hold fewer than `limit` events, even none.",
+        ),  # fmt: skip
+    ] = None,
 ) -> EventPage:
-    """The webhook's events, newest first, one page at a time. ``all`` includes pending
-    events. A cursor is valid only for the webhook and status filter that issued it (else 400
-    ``Invalid cursor``); events arriving while paging appear above it, never in later pages."""
+    """The webhook's events, newest first, one page at a time. A cursor is valid only for the
+    webhook, status filter and search that issued it (else 400 ``Invalid cursor``); events
+    arriving while paging appear above it, never in later pages."""
     return await events.page(
         principal.username, name, status=status, limit=limit, cursor=cursor,
-        request_id=request_id, since=since, until=until,
+        request_id=request_id, since=since, until=until, q=q,
     )  # fmt: skip
 
 

@@ -26,11 +26,12 @@ from hookbay_dashboard.schemas import Timestamp
 
 
 class StatusFilter(StrEnum):
-    """The list filter: ``all`` also shows pending events, the others only their status."""
+    """The list filter: ``all`` every event, the others only their status."""
 
     ALL = "all"
     SUCCESS = "success"
     FAILED = "failed"
+    PENDING = "pending"
 
     @property
     def status(self) -> EventStatus | None:
@@ -68,6 +69,11 @@ class EventSummary(BaseModel):
     next_retry_at: Timestamp | None = Field(
         default=None, description="When the next retry is due; null when none is scheduled."
     )
+    attempt_count: int = Field(
+        default=0,
+        description="Attempts of the latest delivery (the first one, or the latest replay), "
+        "retries included; 0 before the first attempt is recorded.",
+    )
 
     @classmethod
     def of(cls, head: EventHead) -> EventSummary:
@@ -76,7 +82,7 @@ class EventSummary(BaseModel):
             extra = dict(
                 body_size=head.body_size, last_status_code=head.last_status_code,
                 last_latency_ms=head.last_latency_ms, last_error=head.last_error,
-                next_retry_at=head.next_retry_at,
+                next_retry_at=head.next_retry_at, attempt_count=head.last_attempt_number or 0,
             )  # fmt: skip
         elif isinstance(head, Event):
             extra = {"body_size": len(head.body)}

@@ -5,6 +5,7 @@ one (``WebhookNotFound``, ``EventNotFound``)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import datetime, timedelta
 from typing import Final
@@ -98,6 +99,7 @@ class EventService:
         request_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        q: str | None = None,
     ) -> EventPage:
         """Up to ``limit`` of the webhook's events, newest first, and the cursor of the next
         (older) page when there may be one. Events arriving between pages land above the
@@ -117,14 +119,17 @@ class EventService:
             )  # fmt: skip
             return EventPage(items=[EventSummary.of(h) for h in found.heads], next_cursor=None)
         after = None
+        # a cursor is bound to its filter: the status, and the search (by a digest of it)
+        bound = status.value if q is None else f"{status.value}:{_digest(q)}"
         if cursor is not None:
-            after = decode_cursor(self._cursor_key, cursor, webhook.id, status.value)
+            after = decode_cursor(self._cursor_key, cursor, webhook.id, bound)
         found = await self._events.heads_for_webhook(
-            webhook.id, status=status.status, limit=limit, after=after, since=since, until=until
-        )
+            webhook.id, status=status.status, limit=limit, after=after, since=since, until=until,
+            contains=q,
+        )  # fmt: skip
         next_cursor = None
         if found.after is not None:
-            next_cursor = encode_cursor(self._cursor_key, webhook.id, status.value, found.after)
+            next_cursor = encode_cursor(self._cursor_key, webhook.id, bound, found.after)
         return EventPage(items=[EventSummary.of(h) for h in found.heads], next_cursor=next_cursor)
 
     async def counts(
@@ -195,6 +200,10 @@ class EventService:
         if event is None or event.username != username:
             raise EventNotFound(event_id)
         return event
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _check_range(since: datetime | None, until: datetime | None) -> None:

@@ -325,9 +325,9 @@ export interface paths {
         };
         /**
          * List Events
-         * @description The webhook's events, newest first, one page at a time. ``all`` includes pending
-         *     events. A cursor is valid only for the webhook and status filter that issued it (else 400
-         *     ``Invalid cursor``); events arriving while paging appear above it, never in later pages.
+         * @description The webhook's events, newest first, one page at a time. A cursor is valid only for the
+         *     webhook, status filter and search that issued it (else 400 ``Invalid cursor``); events
+         *     arriving while paging appear above it, never in later pages.
          */
         get: operations["list_events_api_v1_webhooks__name__events_get"];
         put?: never;
@@ -649,6 +649,12 @@ export interface components {
          */
         EventSummary: {
             /**
+             * Attempt Count
+             * @description Attempts of the latest delivery (the first one, or the latest replay), retries included; 0 before the first attempt is recorded.
+             * @default 0
+             */
+            attempt_count?: number;
+            /**
              * Body Size
              * @description Bytes of the request body; null for events recorded before the paged layout.
              */
@@ -824,10 +830,10 @@ export interface components {
         Role: "user" | "admin";
         /**
          * StatusFilter
-         * @description The list filter: ``all`` also shows pending events, the others only their status.
+         * @description The list filter: ``all`` every event, the others only their status.
          * @enum {string}
          */
-        StatusFilter: "all" | "success" | "failed";
+        StatusFilter: "all" | "success" | "failed" | "pending";
         /** TokenCreate */
         TokenCreate: {
             /**
@@ -3537,6 +3543,8 @@ export interface operations {
                 since?: string | null;
                 /** @description Only events received before this instant (ISO 8601 with an offset). */
                 until?: string | null;
+                /** @description Only events with this text in a request header (as `name: value`) or in the body (a binary body's bytes too), ignoring ASCII case. Bounded: one call searches at most 1,000 events and answers the matches found with `next_cursor` to search on, so a page may hold fewer than `limit` events, even none. */
+                q?: string | null;
                 /** @description Events per page, 1 to events_page_max (100 by default). */
                 limit?: number;
             };

@@ -29,7 +29,12 @@ import { useShortcuts } from "../lib/keys";
 
 const route = getRouteApi("/_app/webhooks/$name/events");
 const ROW_HEIGHT = 44;
-const TABS: StatusFilter[] = ["all", "success", "failed"]; // pending shows under all (the API's filter)
+const TABS: StatusFilter[] = ["all", "success", "failed", "pending"];
+
+/** The search box holds a request ID (`req_…`: that one request) or text (headers and body). */
+function isRequestId(q: string | undefined): boolean {
+  return !!q && /^req_[A-Za-z0-9]+$/.test(q);
+}
 
 function toLocalInput(iso: string | undefined): string {
   if (!iso) return "";
@@ -47,7 +52,8 @@ export type ListFilter = { status: StatusFilter; since?: string; until?: string;
 /** Whether a live event belongs in the list as filtered (the server's rules, client side). */
 export function matches(event: EventSummary, filter: ListFilter): boolean {
   if (filter.status !== "all" && event.status !== filter.status) return false;
-  if (filter.q && event.request_id !== filter.q) return false;
+  // a text search looks into bodies, which live rows do not carry: the list is searched again
+  if (filter.q && (!isRequestId(filter.q) || event.request_id !== filter.q)) return false;
   if (filter.since && event.created_at < filter.since) return false;
   if (filter.until && event.created_at >= filter.until) return false;
   return true;
@@ -120,7 +126,8 @@ export function Events() {
         status: filter.status,
         since: filter.since,
         until: filter.until,
-        request_id: filter.q,
+        request_id: isRequestId(filter.q) ? filter.q : undefined,
+        q: isRequestId(filter.q) ? undefined : filter.q,
         cursor: pageParam ?? undefined,
         limit: "100",
       }),
@@ -230,7 +237,7 @@ export function Events() {
 
   const exportHref = `/api/v1/webhooks/${encodeURIComponent(name)}/events/export?${new URLSearchParams(
     Object.entries({
-      status: filter.status === "pending" ? "all" : filter.status,
+      status: filter.status,
       since: filter.since,
       until: filter.until,
     }).filter((kv): kv is [string, string] => !!kv[1]),
@@ -292,12 +299,13 @@ export function Events() {
           navigate({ search: (prev) => ({ ...prev, q: q.trim() || undefined, sel: undefined }) });
         }}
       >
-        <Field label="Request ID">
+        <Field label="Request ID or text">
           <input
             ref={searchBox}
             className={`${inputClass} w-64 font-mono`}
             type="search"
-            placeholder="req_… (press /)"
+            maxLength={200}
+            placeholder="req_… or text (press /)"
             value={q}
             onChange={(e) => setQ(e.target.value)}
           />
@@ -360,6 +368,13 @@ export function Events() {
           <Loading what="events" />
         ) : pages.error ? (
           <ErrorText error={pages.error} />
+        ) : rows.length === 0 && pages.hasNextPage ? (
+          <Empty>
+            No match among the newest events searched so far.{" "}
+            <Button onClick={() => pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
+              {pages.isFetchingNextPage ? "Searching…" : "Search older events"}
+            </Button>
+          </Empty>
         ) : rows.length === 0 ? (
           <Empty>No events match. Send one to the webhook's URL, or change the filters.</Empty>
         ) : (
