@@ -639,6 +639,7 @@ class TestLayoutMigration:
         below the events recorded since; their attempts learn their pages; a second run
         finds nothing to do."""
         events, attempts = EventRepository(db), AttemptRepository(db)
+        await db[Collections.MIGRATIONS].delete_many({})  # a database never upgraded before
         webhook_id = new_id(IdPrefix.WEBHOOK)
         start = utcnow() - timedelta(days=2)
         old = [

@@ -79,12 +79,13 @@ async def list_events(
     q: Annotated[
         str | None,
         Query(
-            min_length=1, max_length=200,
+            min_length=1,
+            max_length=200,
             description="Only events with this text in a request header (as `name: value`) or "
             "in the body (a binary body's bytes too), ignoring ASCII case. Bounded: one call "
             "searches at most 1,000 events and answers the matches found with `next_cursor` "
             "to search on, so a page may hold fewer than `limit` events, even none.",
-        ),  # fmt: skip
+        ),
     ] = None,
 ) -> EventPage:
     """The webhook's events, newest first, one page at a time. A cursor is valid only for the
