@@ -512,6 +512,7 @@ async def big_dashboard(
         await mongo.close()
 
 
+@pytest.mark.heavy
 class TestLargeExport:
     async def test_100k_events_stream_in_order(self, big_dashboard: tuple[Dashboard, Any]) -> None:
         dashboard, _ = big_dashboard
