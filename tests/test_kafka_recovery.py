@@ -285,6 +285,7 @@ async def _recorded(it: Intake, accepted: list[dict[str, Any]]) -> None:
         assert {rid: stored[index].get(rid) for rid in bodies} == bodies
 
 
+@pytest.mark.heavy  # private brokers restarted under load: alone, not beside timing-sensitive tests
 class TestBrokerRecovery:
     async def test_stopped_and_started_twice(
         self, broker: PrivateBroker, env: dict[str, str], mongo_url: str,

@@ -173,7 +173,7 @@ class TestEventsList:
         assert result.stderr.startswith("hookbay: ")
 
     async def test_usage_errors_exit_2(self, hookbay: Invoke, hook: Hook) -> None:
-        for args in (["--status", "pending"], ["--limit", "0"]):
+        for args in (["--status", "delivered"], ["--limit", "0"]):
             result = await hookbay("events", "list", hook.username, "orders", *args)
             assert result.exit_code == 2, result.output
 

@@ -262,6 +262,7 @@ class TestStream:
             "last_latency_ms": None,
             "last_error": None,
             "next_retry_at": None,
+            "attempt_count": 0,
         }
 
     async def test_a_late_recorded_event_still_arrives(self, hook: Hook) -> None:
