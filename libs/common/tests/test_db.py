@@ -455,25 +455,45 @@ class TestPagedLayout:
     async def test_a_page_walk_stops_at_its_budget_with_a_cursor(self, db: Database) -> None:
         events = EventRepository(db)
         webhook_id = new_id(IdPrefix.WEBHOOK)
-        count = PAGE_SIZE * 3
-        await events.upsert_many([create_event(webhook_id=webhook_id) for _ in range(count)])
-        rare = create_event(webhook_id=webhook_id, forward_url=None, created_at=utcnow())
-        await events.upsert_many([rare])
-        # only the newest page holds a success: a walk of 2 pages answers it, then a cursor
+        start = utcnow() - timedelta(hours=1)
+        made = [
+            create_event(webhook_id=webhook_id, created_at=start + timedelta(seconds=i))
+            for i in range(PAGE_SIZE * 4)
+        ]
+        await events.upsert_many(made)
+        # a walk reads at most 2 pages (patched), however many rows were asked for
         seen, after, calls = [], None, 0
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr("hookbay_common.db.events.MAX_PAGES_PER_LIST", 2)
             while True:
-                found = await events.heads_for_webhook(
-                    webhook_id, status=EventStatus.SUCCESS, after=after
-                )
+                found = await events.heads_for_webhook(webhook_id, after=after, limit=1000)
                 calls += 1
                 seen += [h.id for h in found.heads]
                 if found.after is None:
                     break
                 after = found.after
-        assert seen == [rare.id]
+        assert seen == [e.id for e in reversed(made)]
         assert calls == 2  # pages 3, 2, then 1, 0
+
+    async def test_a_status_list_skips_the_pages_without_that_status(self, db: Database) -> None:
+        """The books tell which pages hold the status: a list of the one pending event below
+        pages of successes reads one page (the budget here), not every page above it."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow() - timedelta(hours=1)
+        made = [
+            create_event(
+                webhook_id=webhook_id, created_at=start + timedelta(seconds=i),
+                forward_url="http://127.0.0.1:9/h" if i == 3 else None,
+            )
+            for i in range(PAGE_SIZE * 4)
+        ]  # fmt: skip
+        await events.upsert_many(made)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("hookbay_common.db.events.MAX_PAGES_PER_LIST", 1)
+            found = await events.heads_for_webhook(webhook_id, status=EventStatus.PENDING)
+        assert [h.id for h in found.heads] == [made[3].id]
+        assert found.after is None
 
     async def test_the_date_range_bounds_lists_counts_and_exports(self, db: Database) -> None:
         events = EventRepository(db)

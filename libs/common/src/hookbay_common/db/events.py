@@ -54,6 +54,9 @@ counting a webhook of a million events reads 100 small documents, not 10,000 pag
 MAX_PAGES_PER_LIST: Final = 40
 """Pages one list call reads at most: a filter matching few events (say 1 failure in 10,000)
 answers a short page with a cursor instead of walking the whole webhook in one request."""
+MAX_BOOKS_PER_LIST: Final = 10
+"""Books one status-filtered list call consults to skip the pages without that status (1,000
+pages, 100,000 events), then a cursor."""
 MAX_SEARCH_PAGES: Final = 10
 """Pages one search call reads (heads and bodies): 1,000 events, then a cursor to go on."""
 LOCATE_CACHE: Final = 100_000
@@ -578,9 +581,20 @@ class EventRepository:
         pages: list[int] = []  # the page of each found row
         read = 0
         budget = MAX_PAGES_PER_LIST if contains is None else MAX_SEARCH_PAGES
+        books: dict[int, dict[int, PageSummary]] = {}
         while page >= low:
             if read == budget:
                 return HeadPage(found, EventCursor(page))
+            if status is not None:  # a page whose book counts none of the status is skipped
+                book = page // BOOK_PAGES
+                if book not in books:
+                    if len(books) == MAX_BOOKS_PER_LIST:
+                        return HeadPage(found, EventCursor(page))
+                    books[book] = await self._book(webhook_id, book)
+                known = books[book].get(page)
+                if known is not None and known.counts[status] == 0:
+                    page -= 1
+                    continue
             read += 1
             if since is not None:
                 summary = await self._summary(webhook_id, page)
@@ -602,6 +616,13 @@ class EventRepository:
                 pages.append(page)
             page -= 1
         return HeadPage(found, None)
+
+    async def _book(self, webhook_id: str, book: int) -> dict[int, PageSummary]:
+        """The summaries of the pages of one book, by page (none: the book is not written)."""
+        doc = await self._books.find_one({"_id": book_id(webhook_id, book)})
+        if doc is None:
+            return {}
+        return {int(p): _summary_of_entry(doc, int(p), e) for p, e in doc.get("pages", {}).items()}
 
     async def _matching(self, webhook_id: str, page: int, text: str) -> set[str]:
         """Ids of the page's events with ``text`` in a header or the body (``_contains``)."""
