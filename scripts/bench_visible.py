@@ -223,6 +223,8 @@ def main() -> int:
     p50, p99 = percentile(samples, 0.5), percentile(samples, 0.99)
     verdict = "met" if p99 <= TARGET_P99_S else "MISSED"
     block = "\n".join([
+        BEGIN,
+        "",
         f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `scripts/bench_visible.py "
         f"{' '.join(sys.argv[1:])}`; {machine()}.",
         "",
@@ -232,6 +234,8 @@ def main() -> int:
         f"- accepted → listed by the API (every {FOLLOW_EVERY}th event, n={len(samples)}, polled "
         f"every {POLL_INTERVAL * 1000:.0f} ms): p50 {p50 * 1000:,.0f} ms, p99 {p99 * 1000:,.0f} ms, "
         f"max {samples[-1] * 1000:,.0f} ms — target p99 ≤ {TARGET_P99_S:g} s: {verdict}",
+        "",
+        END,
     ])  # fmt: skip
     print(block)
     if not args.no_write:
