@@ -28,11 +28,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from benchlib import free_port, machine, percentile, wait_http, write_doc_block
+from benchlib import free_port, local_env, machine, percentile, service, write_doc_block
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -46,15 +46,7 @@ TARGET_HELP_CPU_S = 0.3
 
 
 def environment(namespace: str) -> dict[str, str]:
-    sys.path.insert(0, str(ROOT / "libs" / "common" / "src"))
-    from hookbay_common.localenv import local_defaults
-
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("HOOKBAY_") or k.startswith("HOOKBAY_INFRA_")
-    }
-    env.update(local_defaults(ROOT, env, create_key=True))
+    env = local_env()
     env.pop("HOOKBAY_REDIS_URL")  # each replica limits on its own: plan changes seen per replica
     mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]
     env.update(
@@ -64,17 +56,6 @@ def environment(namespace: str) -> dict[str, str]:
         HOOKBAY_LOG_LEVEL="WARNING",
     )
     return env
-
-
-@contextlib.contextmanager
-def service(argv: list[str], env: dict[str, str], ready_url: str) -> Iterator[None]:
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_http(ready_url, proc, "stderr discarded")
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def cli(env: dict[str, str], *args: str) -> dict[str, object]:

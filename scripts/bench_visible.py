@@ -28,17 +28,23 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-from benchlib import free_port, machine, make_body, percentile, wait_http, write_doc_block
+from benchlib import (
+    free_port,
+    local_env,
+    machine,
+    make_body,
+    percentile,
+    service,
+    write_doc_block,
+)
 from pymongo import MongoClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,15 +60,7 @@ TARGET_P99_S = 1.0
 
 
 def environment(db: str) -> dict[str, str]:
-    sys.path.insert(0, str(ROOT / "libs" / "common" / "src"))
-    from hookbay_common.localenv import local_defaults
-
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("HOOKBAY_") or k.startswith("HOOKBAY_INFRA_")
-    }
-    env.update(local_defaults(ROOT, env, create_key=True))
+    env = local_env()
     mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]
     env.update(
         HOOKBAY_MONGO_URL=f"{mongo}/{db}",
@@ -74,17 +72,6 @@ def environment(db: str) -> dict[str, str]:
         HOOKBAY_OPS_HOST="127.0.0.1",
     )
     return env
-
-
-@contextlib.contextmanager
-def service(argv: list[str], env: dict[str, str], ready_url: str) -> Iterator[None]:
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_http(ready_url, proc, "stderr discarded")
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
 
 
 def cli(env: dict[str, str], *args: str) -> str:

@@ -14,7 +14,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -202,3 +202,32 @@ def wait_http(
             pass
         time.sleep(0.2)
     raise RuntimeError(f"{url}: not ready after {timeout:.0f} s; see {log}")
+
+
+def local_env() -> dict[str, str]:
+    """This process's environment without its ``HOOKBAY_*`` settings (the ``HOOKBAY_INFRA_*``
+    ports kept), plus the local infrastructure's defaults, as ``make run`` has them."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "libs" / "common" / "src"))
+    from hookbay_common.localenv import local_defaults
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("HOOKBAY_") or k.startswith("HOOKBAY_INFRA_")
+    }
+    env.update(local_defaults(ROOT, env, create_key=True))
+    return env
+
+
+@contextlib.contextmanager
+def service(argv: list[str], env: dict[str, str], ready_url: str) -> Iterator[None]:
+    """Run ``argv`` (output discarded) until the block ends; enter once ``ready_url`` answers."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(ready_url, proc, "stderr discarded")
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -57,13 +57,14 @@ class Pipeline:
         """POST as a sender does: a 503 (Kafka not acknowledging in time, documented, with
         Retry-After) is sent again, so a loaded machine's slow first produce to a new topic
         does not fail a test about something else."""
-        async with asyncio.timeout(60):
-            while True:
-                response = await self.client.post(path, **kw)
-                if response.status_code != 503:
-                    return response
-                assert response.headers["retry-after"]
-                await asyncio.sleep(0.2)
+        answers: list[httpx.Response] = []
+
+        async def answered() -> bool:
+            answers.append(await self.client.post(path, **kw))
+            return answers[-1].status_code != 503 or not answers[-1].headers["retry-after"]
+
+        await until(answered, 60, interval=0.2, what=f"an answer other than 503 to {path}")
+        return answers[-1]
 
     async def event(self, request_id: str, status: EventStatus) -> Event:
         """The event once MongoDB holds it with ``status``."""
