@@ -132,7 +132,7 @@ async def open_loop(port: int, rate: int, warmup: float, duration: float) -> Loa
     async def one(scheduled: float) -> None:
         measured = scheduled >= measure_from
         try:
-            status, done = await pool.send(request)
+            status, done, _ = await pool.send(request)
         except SEND_ERRORS as exc:
             if measured:
                 counters["sent"] += 1

@@ -166,7 +166,7 @@ async def open_loop(spec: dict[str, Any]) -> dict[str, Any]:
         measured = scheduled >= measure_from
         counter = counts[slow]
         try:
-            status, done = await pool.send(request(owner, scheduled))
+            status, done, _ = await pool.send(request(owner, scheduled))
         except SEND_ERRORS as exc:
             if measured:
                 counter.sent += 1

@@ -36,8 +36,8 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[index]
 
 
-async def read_response(reader: asyncio.StreamReader) -> int:
-    """Read one HTTP/1.1 response (Content-Length framed); return the status code."""
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """Read one HTTP/1.1 response (Content-Length framed); return its status code and body."""
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.split(b"\r\n")
     status = int(lines[0].split(b" ", 2)[1])
@@ -46,9 +46,8 @@ async def read_response(reader: asyncio.StreamReader) -> int:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             length = int(value)
-    if length:
-        await reader.readexactly(length)
-    return status
+    body = await reader.readexactly(length) if length else b""
+    return status, body
 
 
 def free_port() -> int:
@@ -146,9 +145,9 @@ class KeepAlivePool:
         """Idle connections, oldest first, with the time each was last used."""
         self._open = 0
 
-    async def send(self, request: bytes) -> tuple[int, float]:
-        """Send ``request`` and read the response; (status, when it was read). Raises one of
-        ``SEND_ERRORS`` (the connection is closed then)."""
+    async def send(self, request: bytes) -> tuple[int, float, bytes]:
+        """Send ``request`` and read the response; (status, when it was read, body). Raises
+        one of ``SEND_ERRORS`` (the connection is closed then)."""
         stale = self._clock() - self._keepalive
         while self._idle and self._idle[0][2] < stale:
             self._idle.pop(0)[1].close()
@@ -169,7 +168,7 @@ class KeepAlivePool:
                 else:
                     raise RuntimeError("connection pool exhausted")
                 conn[1].write(request)
-                status = await read_response(conn[0])
+                status, body = await read_response(conn[0])
         except SEND_ERRORS:
             if conn is not None:
                 conn[1].close()
@@ -177,7 +176,7 @@ class KeepAlivePool:
             raise
         done = self._clock()
         self._idle.append((*conn, done))
-        return status, done
+        return status, done, body
 
     def close(self) -> None:
         for _, writer, _ in self._idle:

@@ -646,6 +646,104 @@ class TestPagedLayout:
         assert sum(counts.values()) == sum(e.created_at >= since for e in made)
 
 
+class TestTalliedSummaries:
+    """The recorder adds each batch's changes to the stored page summaries instead of reading
+    the pages' heads again; what it adds must always equal a recount from the heads."""
+
+    async def _stored(self, db: Database, webhook_id: str) -> tuple[list[Any], list[Any]]:
+        pages = [
+            doc
+            async for doc in db[Collections.EVENT_PAGES].find({"webhook_id": webhook_id})
+        ]  # fmt: skip
+        books = [doc async for doc in db[Collections.EVENT_BOOKS].find({"webhook_id": webhook_id})]
+        return sorted(pages, key=lambda d: d["page"]), sorted(books, key=lambda d: d["_id"])
+
+    async def _agrees_with_a_recount(
+        self, db: Database, events: EventRepository, webhook_id: str
+    ) -> list[Any]:
+        tallied = await self._stored(db, webhook_id)
+        await events.recount((webhook_id, doc["page"]) for doc in tallied[0])
+        assert await self._stored(db, webhook_id) == tallied
+        return tallied[0]
+
+    async def test_the_pipelines_batches_add_up_to_a_recount(self, db: Database) -> None:
+        """Batches as the pipeline makes them — events in one, their attempts in the next —
+        with retries, a rejected event, an attempt before its event, an event with its attempt,
+        batches written twice, over page boundaries and minutes."""
+        events, attempts = EventRepository(db), AttemptRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow().replace(second=0, microsecond=0) - timedelta(hours=2)
+        made = [
+            create_event(
+                webhook_id=webhook_id, created_at=start + timedelta(seconds=7 * i),
+                forward_url="http://127.0.0.1:9/h",
+                rejected_reason=RejectedReason.INVALID_SIGNATURE if i % 37 == 5 else None,
+            )
+            for i in range(PAGE_SIZE * 2 + 40)
+        ]  # fmt: skip
+        batches = [made[i : i + 13] for i in range(0, len(made), 13)]
+        previous: list[Any] = []
+        for number, batch in enumerate(batches):
+            tried = [
+                create_attempt(
+                    e, status_code=(200, 500, 503)[i % 3], will_retry=i % 3 == 2,
+                    started_at=e.created_at + timedelta(seconds=1),
+                )
+                for i, e in enumerate(previous) if e.rejected_reason is None
+            ]  # fmt: skip
+            if number % 4 == 3:  # a retry of an older event succeeds
+                older = batches[number - 3][0]
+                tried.append(create_attempt(older, number=2, status_code=200))
+            if number % 5 == 1:  # an event whose attempt comes in its own batch
+                tried.append(create_attempt(batch[-1], status_code=200))
+            if number + 1 < len(batches) and number % 6 == 2:  # an attempt before its event
+                tried.append(create_attempt(batches[number + 1][0], status_code=500))
+            await record_batch(events, attempts, batch, tried)
+            if number % 7 == 4:  # consumed again after a crash
+                await record_batch(events, attempts, batch, tried)
+            previous = batch
+        pages = await self._agrees_with_a_recount(db, events, webhook_id)
+        assert [d["page"] for d in pages] == [0, 1, 2]
+        assert sum(d["total"] for d in pages) == len(made)
+        assert sum(d["rejected"] for d in pages) == sum(e.rejected_reason is not None for e in made)
+        assert sum(d["success"] for d in pages) > 0
+        assert sum(d["failed"] for d in pages) > 0
+
+    async def test_a_status_update_that_changes_nothing_recounts(self, db: Database) -> None:
+        """An attempt written again finds its event already past it (a batch consumed again
+        after a crash between the status update and the summary): the page is recounted."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [create_event(webhook_id=webhook_id) for _ in range(10)]
+        await events.upsert_many(made)
+        tried = [create_attempt(e, status_code=200) for e in made[:4]]
+        await events.apply_attempts(tried)
+        # the crash: statuses written, the summary not
+        await db[Collections.EVENT_PAGES].update_one(
+            {"webhook_id": webhook_id}, {"$set": {"success": 0, "pending": 10}}
+        )
+        await events.apply_attempts(tried)
+        (page,) = await self._agrees_with_a_recount(db, events, webhook_id)
+        assert (page["success"], page["pending"]) == (4, 6)
+
+    async def test_a_completed_page_is_recounted(self, db: Database) -> None:
+        """A summary that drifted (two recorders at once during a partition hand-over, on a
+        store whose updates are not atomic) is recounted when its page fills up."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE + 1)]
+        await events.upsert_many(made[:50])
+        await db[Collections.EVENT_PAGES].update_one(
+            {"webhook_id": webhook_id}, {"$inc": {"pending": -3, "total": -3}}
+        )
+        await events.upsert_many(made[50:60])  # adds to the drifted summary
+        drifted, _ = await self._stored(db, webhook_id)
+        assert [d["total"] for d in drifted] == [57]  # 60 stored
+        await events.upsert_many(made[60:])  # fills page 0, starts page 1
+        pages = await self._agrees_with_a_recount(db, events, webhook_id)
+        assert [(d["page"], d["total"]) for d in pages] == [(0, PAGE_SIZE), (1, 1)]
+
+
 async def _all_heads(events: EventRepository, hooks: list[str]) -> list[Any]:
     found = []
     for hook in hooks:

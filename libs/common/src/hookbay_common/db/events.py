@@ -140,6 +140,41 @@ class ExpiredPage:
     event_ids: list[str] | None
 
 
+@dataclass
+class _Tally:
+    """What a batch's writes changed in one page: counts per status, per minute of
+    ``created_at``, and the page's time bounds."""
+
+    username: str
+    counts: list[int] = field(default_factory=lambda: [0] * len(_STATUSES))
+    rejected: int = 0
+    minutes: dict[str, list[int]] = field(default_factory=dict)
+    first_at: datetime | None = None
+    last_at: datetime | None = None
+
+    def add(self, status: str, created_at: datetime, n: int = 1) -> None:
+        index = _STATUS_INDEX[status]
+        self.counts[index] += n
+        self.minutes.setdefault(minute_key(created_at), [0] * len(_STATUSES))[index] += n
+        if n > 0:
+            self.first_at = min(self.first_at or created_at, created_at)
+            self.last_at = max(self.last_at or created_at, created_at)
+
+
+@dataclass
+class _Changes:
+    """The summaries a batch's writes leave to update: pages whose writes are all known
+    (``tallies``, applied to the stored summary) and pages to recount from their heads
+    (``exact``: a write met a stored document, a page was completed, or a status update found
+    its event already past it: a batch written again)."""
+
+    tallies: dict[tuple[str, int], _Tally] = field(default_factory=dict)
+    exact: set[tuple[str, int]] = field(default_factory=set)
+
+    def tally(self, webhook_id: str, page: int, username: str) -> _Tally:
+        return self.tallies.setdefault((webhook_id, page), _Tally(username))
+
+
 def latest_attempts(attempts: Iterable[Attempt]) -> dict[str, Attempt]:
     """Per event id, the attempt that decides its status (``Attempt.status_key``)."""
     latest: dict[str, Attempt] = {}
@@ -288,14 +323,23 @@ class EventRepository:
         self, events: list[Event], outcomes: Mapping[str, Attempt] | None = None
     ) -> set[str]:
         """Store ``events`` (idempotent): new ones get the next positions of their webhook,
-        in the order given; a stored one keeps its position, status and outcome.
+        in the order given; a stored one keeps its position, status and outcome. Then recount
+        their pages.
 
         ``outcomes`` (``latest_attempts`` of the same batch) lets a new event be stored with the
         status its latest attempt gives it, saving the status update: the ids of the events so
         stored are returned, for ``apply_attempts(settled=...)``."""
+        changes = _Changes()
+        settled = await self._store(events, outcomes or {}, changes)
+        await self._summarise(changes)
+        return settled
+
+    async def _store(
+        self, events: list[Event], outcomes: Mapping[str, Attempt], changes: _Changes
+    ) -> set[str]:
+        """``upsert_many`` without the summaries, whose changes go to ``changes``."""
         if not events:
             return set()
-        outcomes = outcomes or {}
         seqs = await self._allocate(events)
         heads: list[dict[str, Any]] = []
         bodies: list[dict[str, Any]] = []
@@ -325,14 +369,24 @@ class EventRepository:
         # was stored before (a batch written again) keeps its page
         slow_bodies = set(await _insert_or_upsert(self._bodies, bodies, body_upserts))
         slow = await _insert_or_upsert(self._events, heads, head_upserts)
-        touched = {(e.webhook_id, s // PAGE_SIZE) for e, s in zip(events, seqs, strict=True)}
-        for index in sorted(slow_bodies | set(slow)):  # after a crash: the head's page wins
+        late = set(slow)
+        for index, (event, head) in enumerate(zip(events, heads, strict=True)):
+            place = (event.webhook_id, head["page"])
+            if index in late:  # met a stored document: its page is recounted
+                changes.exact.add(place)
+            else:
+                tally = changes.tally(*place, event.username)
+                tally.add(head["status"], event.created_at)
+                tally.rejected += event.rejected_reason is not None
+            if (head["seq"] + 1) % PAGE_SIZE == 0:  # the page's last position: recount it
+                changes.exact.add(place)  # once complete, which heals any drift of its counts
+        for index in sorted(slow_bodies | late):  # after a crash: the head's page wins
             event = events[index]
             doc = await self._events.find_one({"_id": event.id}, {"page": 1})
             if doc is None or "page" not in doc:
                 continue
             page = doc["page"]
-            touched.add((event.webhook_id, page))
+            changes.exact.add((event.webhook_id, page))
             seqs[index] = page * PAGE_SIZE
             await self._bodies.update_one({"_id": event.id}, {"$set": {"page": page}})
             # attempts recorded before their event learn its page now
@@ -342,8 +396,6 @@ class EventRepository:
             )
         for event, seq in zip(events, seqs, strict=True):
             self._remember(event.id, event.webhook_id, seq // PAGE_SIZE)
-        await self.recount(touched)
-        late = set(slow)
         return {e.id for i, e in enumerate(events) if i not in late and e.id in outcomes}
 
     async def _allocate(self, events: Sequence[Event]) -> list[int]:
@@ -358,7 +410,8 @@ class EventRepository:
             wanted[event.webhook_id] = wanted.get(event.webhook_id, 0) + 1
             owner[event.webhook_id] = event.username
         ends: dict[str, int] = {}
-        for webhook_id, count in wanted.items():
+
+        async def take(webhook_id: str, count: int) -> None:
             doc = await self._counters.find_one_and_update(
                 {"_id": webhook_id},
                 {"$inc": {"seq": count}, "$set": {"username": owner[webhook_id]}},
@@ -374,6 +427,8 @@ class EventRepository:
             await self._counters.update_one(
                 {"_id": webhook_id}, {"$max": {"seq": int(doc["seq"])}, "$set": {"recent": newest}}
             )
+
+        await _gather_limited(take(w, n) for w, n in wanted.items())  # one counter each
         seqs = []
         for event in events:
             seqs.append(ends[event.webhook_id])
@@ -419,25 +474,47 @@ class EventRepository:
 
         One conditional update per event (its latest attempt here); an event not recorded yet
         gets a status stub that its own write completes."""
+        changes = _Changes()
+        await self._apply(attempts, located, settled, changes)
+        await self._summarise(changes)
+
+    async def _apply(
+        self,
+        attempts: list[Attempt],
+        located: dict[str, tuple[str, int]] | None,
+        settled: Set[str],
+        changes: _Changes,
+    ) -> None:
+        """``apply_attempts`` without the summaries, whose changes go to ``changes``."""
         latest = {i: a for i, a in latest_attempts(attempts).items() if i not in settled}
         if not latest:
             return
         if located is None:
             located = await self.locate(latest)
-        chosen = list(latest.values())
-        for start in range(0, len(chosen), BULK_CHUNK):
-            chunk = chosen[start : start + BULK_CHUNK]
-            await self._events.bulk_write([UpdateOne(*_status_if_later(a)) for a in chunk])
+
+        async def update(attempt: Attempt) -> None:
+            # no projection: FerretDB v1's findAndModify has none (a head is small anyway)
+            before = await self._events.find_one_and_update(
+                *_status_if_later(attempt), return_document=ReturnDocument.BEFORE
+            )
+            if before is not None and "page" in before:  # the status it had, the one it has
+                tally = changes.tally(before["webhook_id"], before["page"], before["username"])
+                tally.add(before["status"], before["created_at"], -1)
+                tally.add(attempt.outcome.value, before["created_at"])
+            elif attempt.event_id in located:  # already past this attempt: written before
+                changes.exact.add(located[attempt.event_id])
+
+        # one command per event, several at once: on FerretDB each update is a look-up and a
+        # write, and a bulk command's statements run one after the other (and must stay few)
+        await _gather_limited(update(a) for a in latest.values())
+        absent = [a for a in latest.values() if a.event_id not in located]
+        if absent:  # a status stub for each, then the status, now that a document exists
             stubs = [
                 UpdateOne({"_id": a.event_id}, {"$setOnInsert": {"status_key": ""}}, upsert=True)
-                for a in chunk
-                if a.event_id not in located
+                for a in absent
             ]
-            if stubs:  # then the status, now that a document exists for each
-                await _bulk_write(self._events, stubs)
-                absent = [a for a in chunk if a.event_id not in located]
-                await _bulk_write(self._events, [UpdateOne(*_status_if_later(a)) for a in absent])
-        await self.recount({located[i] for i in latest if i in located})
+            await _bulk_write(self._events, stubs)
+            await _bulk_write(self._events, [UpdateOne(*_status_if_later(a)) for a in absent])
 
     async def set_status(self, event_id: str, status: EventStatus) -> None:
         await self._events.update_one({"_id": event_id}, {"$set": {"status": status.value}})
@@ -445,38 +522,89 @@ class EventRepository:
 
     async def recount(self, pages: Iterable[tuple[str, int]]) -> None:
         """Rewrite the summaries of ``pages`` (webhook id, page) from their heads."""
-        for webhook_id, page in sorted(set(pages)):
-            docs = [
-                doc
-                async for doc in self._events.find(
-                    {"webhook_id": webhook_id, "page": page},
-                    {"status": 1, "created_at": 1, "username": 1, "rejected_reason": 1},
-                )
-            ]
-            key = page_id(webhook_id, page)
-            book = {"_id": book_id(webhook_id, page // BOOK_PAGES)}
-            if not docs:
-                await self._pages.delete_one({"_id": key})
-                await self._books.update_one(book, {"$unset": {f"pages.{page}": ""}})
-                continue
-            counts = {s.value: 0 for s in _STATUSES}
-            rejected = 0
-            minutes: dict[str, list[int]] = {}
-            for doc in docs:
-                counts[doc["status"]] = counts.get(doc["status"], 0) + 1
-                rejected += doc.get("rejected_reason") is not None
-                tally = minutes.setdefault(minute_key(doc["created_at"]), [0] * len(_STATUSES))
-                tally[_STATUS_INDEX[doc["status"]]] += 1
-            times = [doc["created_at"] for doc in docs]
-            summary = {
-                "webhook_id": webhook_id, "username": docs[0]["username"], "page": page,
-                "first_at": min(times), "last_at": max(times), "total": len(docs), "rejected": rejected, **counts,
-                "minutes": _encode_minutes(minutes),
-            }  # fmt: skip
-            await self._pages.replace_one({"_id": key}, summary, upsert=True)
-            await self._books.update_one(
-                book, {"$set": _book_entry(summary)}, upsert=True
-            )  # after the page: a book never counts what its page does not
+        await self._summarise(_Changes(exact=set(pages)))
+
+    async def _summarise(self, changes: _Changes) -> None:
+        """Bring the summaries (and book entries) of the pages in ``changes`` up to date: a
+        tally is added to the stored summary (one small read and write instead of reading the
+        page's heads), an ``exact`` page is recounted from its heads. Books go concurrently,
+        the pages of one book one after the other: FerretDB v1 updates a document by reading
+        and rewriting it, so two concurrent ``$set`` of entries of one book could lose one."""
+        books: dict[tuple[str, int], list[int]] = {}
+        for webhook_id, page in sorted(changes.exact | changes.tallies.keys()):
+            books.setdefault((webhook_id, page // BOOK_PAGES), []).append(page)
+
+        async def one_book(webhook_id: str, pages: list[int]) -> None:
+            for page in pages:
+                tally = changes.tallies.get((webhook_id, page))
+                exact = tally is None or (webhook_id, page) in changes.exact
+                if exact or not await self._add(webhook_id, page, tally):  # type: ignore[arg-type]
+                    await self._recount(webhook_id, page)
+
+        await _gather_limited(one_book(w, ps) for (w, _), ps in books.items())
+
+    async def _add(self, webhook_id: str, page: int, tally: _Tally) -> bool:
+        """Add ``tally`` to the page's stored summary; False when there is none, or the sum
+        does not add up (then the page is recounted)."""
+        key = page_id(webhook_id, page)
+        doc = await self._pages.find_one({"_id": key})
+        if doc is None or "minutes" not in doc:  # a new page, or one summarised before minutes
+            return False
+        counts = [doc[s.value] + n for s, n in zip(_STATUSES, tally.counts, strict=True)]
+        minutes = dict(_decode_minutes(doc["minutes"]))
+        for minute, added in tally.minutes.items():
+            kept = minutes.get(minute, [0] * len(_STATUSES))
+            minutes[minute] = [a + b for a, b in zip(kept, added, strict=True)]
+        minutes = {m: t for m, t in minutes.items() if any(t)}
+        if min(counts) < 0 or any(n < 0 for t in minutes.values() for n in t):
+            return False
+        times = [t for t in (doc["first_at"], doc["last_at"], tally.first_at, tally.last_at) if t]
+        summary = {
+            "webhook_id": webhook_id, "username": doc["username"], "page": page,
+            "first_at": min(times), "last_at": max(times), "total": sum(counts),
+            "rejected": doc["rejected"] + tally.rejected,
+            **{s.value: n for s, n in zip(_STATUSES, counts, strict=True)},
+            "minutes": _encode_minutes(minutes),
+        }  # fmt: skip
+        await self._write_summary(key, summary)
+        return True
+
+    async def _recount(self, webhook_id: str, page: int) -> None:
+        docs = [
+            doc
+            async for doc in self._events.find(
+                {"webhook_id": webhook_id, "page": page},
+                {"status": 1, "created_at": 1, "username": 1, "rejected_reason": 1},
+            )
+        ]
+        key = page_id(webhook_id, page)
+        book = {"_id": book_id(webhook_id, page // BOOK_PAGES)}
+        if not docs:
+            await self._pages.delete_one({"_id": key})
+            await self._books.update_one(book, {"$unset": {f"pages.{page}": ""}})
+            return
+        counts = {s.value: 0 for s in _STATUSES}
+        rejected = 0
+        minutes: dict[str, list[int]] = {}
+        for doc in docs:
+            counts[doc["status"]] = counts.get(doc["status"], 0) + 1
+            rejected += doc.get("rejected_reason") is not None
+            tally = minutes.setdefault(minute_key(doc["created_at"]), [0] * len(_STATUSES))
+            tally[_STATUS_INDEX[doc["status"]]] += 1
+        times = [doc["created_at"] for doc in docs]
+        summary = {
+            "webhook_id": webhook_id, "username": docs[0]["username"], "page": page,
+            "first_at": min(times), "last_at": max(times), "total": len(docs), "rejected": rejected, **counts,
+            "minutes": _encode_minutes(minutes),
+        }  # fmt: skip
+        await self._write_summary(key, summary)
+
+    async def _write_summary(self, key: str, summary: dict[str, Any]) -> None:
+        await self._pages.replace_one({"_id": key}, summary, upsert=True)
+        book = {"_id": book_id(summary["webhook_id"], summary["page"] // BOOK_PAGES)}
+        await self._books.update_one(
+            book, {"$set": _book_entry(summary)}, upsert=True
+        )  # after the page: a book never counts what its page does not
 
     # ------------------------------------------------------------------ reading one event
 
@@ -1017,10 +1145,12 @@ async def record_batch(
     then carry; an attempt whose event is not recorded yet gets it later), an event whose
     latest attempt is in the batch (the usual case) straight with its status; then the
     attempts, then the other status changes. Idempotent: a batch written again changes nothing."""
-    settled = await events.upsert_many(new_events, latest_attempts(new_attempts))
+    changes = _Changes()
+    settled = await events._store(new_events, latest_attempts(new_attempts), changes)
     located = await events.locate(a.event_id for a in new_attempts)
     await attempts.upsert_many(new_attempts, located)
-    await events.apply_attempts(new_attempts, located, settled=settled)
+    await events._apply(new_attempts, located, settled, changes)
+    await events._summarise(changes)  # once per page, however many writes touched it
 
 
 def attempt_to_document(attempt: Attempt, event_page: int | None = None) -> dict[str, Any]:
