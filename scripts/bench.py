@@ -19,7 +19,7 @@ overview, recorder throughput, export, live-tail reads and retention with 10k, 1
 stored, written through the recorder's own calls; about an hour, most of it storing 1M events),
 then accepted → visible at 300 events/s through the whole pipeline with the last stage's events
 still stored (``scripts/bench_visible.py``, its own section; without the store benchmark, on an
-empty database).
+empty database), then retention of half the data set (``bench_store.py --retention-only``).
 ``--store-events 10000,100000`` (or ``BENCH_STORE_EVENTS``) sizes it, ``0`` leaves it out.
 
 The generated part of the doc sits between the ``bench:ingest`` markers; text outside them
@@ -554,10 +554,12 @@ def run(store: list[str] | None) -> int:
     status = run_script("bench_spa.py", [], timeout=1800) or status
     if store is None:
         return run_script("bench_visible.py", [], timeout=1800) or status
-    # the store's last stage stays for the visibility run (accepted → listed with it stored)
-    status = run_script("bench_store.py", [*store, "--keep"], timeout=4 * 3600) or status
-    visible = ["--db", "hookbay_bench_store", "--drop"]
-    return run_script("bench_visible.py", visible, timeout=1800) or status
+    # the store's last stage stays for the visibility run (accepted → listed with it stored),
+    # then retention prunes half of it (and drops the rest)
+    kept = [*store, "--keep", "--no-retention"]
+    status = run_script("bench_store.py", kept, timeout=4 * 3600) or status
+    status = run_script("bench_visible.py", ["--db", "hookbay_bench_store"], timeout=1800) or status
+    return run_script("bench_store.py", ["--retention-only"], timeout=3600) or status
 
 
 def run_forwarder_bench() -> int:

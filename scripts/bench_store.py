@@ -48,7 +48,7 @@ from prometheus_client import CollectorRegistry
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db import AttemptRepository, EventRepository, WebhookRepository, client
-from hookbay_common.db.events import record_batch
+from hookbay_common.db.events import page_id, record_batch
 from hookbay_common.ids import IdPrefix, derived_id, new_id
 from hookbay_common.models import Attempt, AttemptTrigger, Event, Webhook
 from hookbay_common.secrets_box import SecretBox
@@ -321,6 +321,69 @@ async def retention_rate(data: DataSet) -> str:
     )
 
 
+RETENTION_LINE = "Retention of half the data set at the last stage: "
+
+
+async def retention_only(mongo_url: str, *, write: bool) -> None:
+    """Prune the older half of the kept data set (its seeding spread ``created_at`` over
+    ``SPAN`` from its first event) and put the figure into the block of docs/benchmarks.md."""
+    mongo = client.connect(f"{mongo_url.rstrip('/')}/{DB_NAME}")
+    try:
+        db = client.database(mongo)
+        first = await db[client.Collections.EVENT_PAGES].find_one(
+            {"_id": page_id(await _hook0(db), 0)}
+        )
+        if first is None:
+            sys.exit("no kept data set: run with --keep --no-retention first")
+        data = DataSet(db, first["first_at"], 0)
+        retention = await retention_rate(data)
+    finally:
+        await mongo.drop_database(DB_NAME)
+        await mongo.close()
+    print(retention)
+    if write:
+        text = DOC.read_text()
+        block = text[text.index(BEGIN) : text.index(END)]
+        kept = [line for line in block.split("\n") if not line.startswith(RETENTION_LINE)]
+        while kept and not kept[-1]:
+            kept.pop()
+        new = "\n".join([*kept, "", f"{RETENTION_LINE}{retention}.", "", ""])
+        DOC.write_text(text.replace(block, new))
+
+
+async def measure_kept(mongo_url: str, samples: int) -> None:
+    mongo = client.connect(f"{mongo_url.rstrip('/')}/{DB_NAME}")
+    try:
+        db = client.database(mongo)
+        hook0 = await _hook0(db)
+        first = await db[client.Collections.EVENT_PAGES].find_one({"_id": page_id(hook0, 0)})
+        if first is None:
+            sys.exit("no kept data set: run with --keep --no-retention first")
+        stored = 0
+        async for book in db[client.Collections.EVENT_BOOKS].find({}):
+            for entry in book.get("pages", {}).values():
+                stored += sum(int(n) for n in entry.split(",")[:3])
+        data = DataSet(db, first["first_at"], stored)
+        data.count = stored
+        for owner in range(OWNERS):
+            data.hooks += await data.webhooks.list_for_owner(f"owner{owner}")
+        data.hooks.sort(key=lambda h: (int(h.username[5:]), int(h.name[4:])))
+        middle = await data.events.heads_for_webhook(data.hooks[0].id, limit=1, after=None)
+        data.request_ids = [middle.heads[0].request_id] * 3
+        stage = await measure(data, samples)
+        print(render([stage], "", f"scripts/bench_store.py --measure-kept --samples {samples}",
+                     utcnow()))  # fmt: skip
+    finally:
+        await mongo.close()
+
+
+async def _hook0(db: Any) -> str:
+    hook = await db[client.Collections.WEBHOOKS].find_one({"username": "owner0", "name": "hook0"})
+    if hook is None:
+        sys.exit("no kept data set: run with --keep --no-retention first")
+    return str(hook["_id"])
+
+
 def render(stages: list[Stage], retention: str, command: str, started: datetime) -> str:
     lines = [BEGIN, ""]
     lines.append(
@@ -335,7 +398,7 @@ def render(stages: list[Stage], retention: str, command: str, started: datetime)
         lines += [f.row() for f in stage.figures]
         lines += [""] + [f"- {name}: {value}" for name, value in stage.rates]
     if retention:
-        lines += ["", f"Retention of half the data set at the last stage: {retention}."]
+        lines += ["", f"{RETENTION_LINE}{retention}."]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -352,7 +415,23 @@ async def main() -> None:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--no-retention", action="store_true")
+    parser.add_argument(
+        "--retention-only", action="store_true",
+        help="only prune half of a kept data set (--keep --no-retention, then other benchmarks "
+        "on it) and add the figure to the block already written",
+    )  # fmt: skip
+    parser.add_argument(
+        "--measure-kept", action="store_true",
+        help="measure again on a kept data set (--keep --no-retention) and print the stage "
+        "(writes nothing): to compare a change to the read paths without seeding again",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.retention_only:
+        await retention_only(args.mongo_url, write=not args.no_write)
+        return
+    if args.measure_kept:
+        await measure_kept(args.mongo_url, args.samples)
+        return
     sizes = [int(x) for x in args.events.split(",")]
     started = utcnow()
     mongo = client.connect(f"{args.mongo_url.rstrip('/')}/{DB_NAME}")

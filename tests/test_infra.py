@@ -85,6 +85,35 @@ class TestEmbeddedStoreIndexes:
         )
         return {re.sub(r"_[0-9a-f]{8}_gin_", ".", row) for row in rows.splitlines()}
 
+    def with_pending_list(self, schema: str) -> set[str]:
+        """GIN indexes of ``schema`` that keep a pending list (fastupdate not off)."""
+        rows = psql(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"  # noqa: S608
+            f" JOIN pg_am a ON a.oid = c.relam WHERE n.nspname = '{schema}' AND a.amname = 'gin'"
+            " AND NOT coalesce('fastupdate=off' = ANY (c.reloptions), false)"
+        )
+        return set(rows.split())
+
+    def test_an_index_with_a_pending_list_loses_it(self, mongo_url: str) -> None:
+        """An index made before the step turned pending lists off is changed by the next run."""
+        from pymongo import MongoClient
+
+        name = f"ginfu_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
+        with MongoClient(mongo_url.rsplit("/", 1)[0]) as client:
+            try:
+                client[name].events.insert_one({"_id": "evt_1", "request_id": "req_1"})
+                (index,) = [i for i in psql(
+                    f"SELECT indexname FROM pg_indexes WHERE schemaname = '{name}'"  # noqa: S608
+                    " AND indexname LIKE '%\\_gin\\_request\\_id'"
+                ).split()]  # fmt: skip
+                psql(f'ALTER INDEX "{name}"."{index}" SET (fastupdate = on)')
+                assert self.with_pending_list(name) == {index}
+                result = infra("up", "postgres")
+                assert result.returncode == 0, result.stderr
+                assert self.with_pending_list(name) == set()
+            finally:
+                client.drop_database(name)
+
     def test_new_and_recreated_collections_are_indexed(self, mongo_url: str) -> None:
         from pymongo import MongoClient
 
@@ -104,6 +133,7 @@ class TestEmbeddedStoreIndexes:
                     "event_books.webhook_id",
                 }  # fmt: skip
                 assert self.gin_indexes(name) == expected
+                assert self.with_pending_list(name) == set()
                 db.events.drop()
                 db.events.insert_one({"_id": "evt_2", "request_id": "req_2"})
                 assert self.gin_indexes(name) == expected

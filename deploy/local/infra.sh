@@ -12,7 +12,8 @@
 # default $HOOKBAY_CACHE/run), HOOKBAY_INFRA_KAFKA_PORT (9092),
 # HOOKBAY_INFRA_MONGO_PORT (27017), HOOKBAY_INFRA_REDIS_PORT (6379),
 # HOOKBAY_FERRETDB_BACKEND (postgresql, the default, or sqlite; see docs/ferretdb-backends.md),
-# HOOKBAY_INFRA_PG_PORT (5433; PostgreSQL runs as system user hookbay-pg, created when missing).
+# HOOKBAY_INFRA_PG_PORT (5433; PostgreSQL runs as system user hookbay-pg, created when missing),
+# HOOKBAY_INFRA_PG_SHARED_BUFFERS (1GB).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,6 +29,9 @@ KAFKA_CONTROLLER_PORT=$((KAFKA_PORT + 1))
 MONGO_PORT=${HOOKBAY_INFRA_MONGO_PORT:-27017}
 REDIS_PORT=${HOOKBAY_INFRA_REDIS_PORT:-6379}
 PG_PORT=${HOOKBAY_INFRA_PG_PORT:-5433}
+# PostgreSQL's 128 MB default holds a small fraction of a million events (heads, attempts and
+# bodies are ~5 GB as FerretDB stores them); 1 GB is what docs/ferretdb-backends.md measured with
+PG_SHARED_BUFFERS=${HOOKBAY_INFRA_PG_SHARED_BUFFERS:-1GB}
 BACKEND=${HOOKBAY_FERRETDB_BACKEND:-postgresql}
 KAFKA_LIBS="$CACHE/kafka-$KAFKA_VERSION/libs"
 FERRETDB_BIN="$CACHE/ferretdb-$FERRETDB_VERSION/ferretdb"
@@ -187,7 +191,7 @@ up_postgres() {
   mkdir -p "$LOGS" && touch "$LOGS/postgres.log" && chown hookbay-pg "$LOGS/postgres.log"
   start_bg postgres runuser -u hookbay-pg -- "$PG_BIN/postgres" -D "$data" -p "$PG_PORT" \
     -c listen_addresses=127.0.0.1 -c unix_socket_directories="$data" -c fsync=off \
-    -c synchronous_commit=off -c full_page_writes=off
+    -c synchronous_commit=off -c full_page_writes=off -c shared_buffers="$PG_SHARED_BUFFERS"
   wait_for postgres "$PG_PORT" "ready to accept connections"
   runuser -u hookbay-pg -- psql -h 127.0.0.1 -p "$PG_PORT" -U hookbay -d postgres -tAc \
     "SELECT 1 FROM pg_database WHERE datname='ferretdb'" | grep -q 1 ||

@@ -11,6 +11,11 @@
 -- the DO block at the end indexes tables that existed before the trigger did (only the indexes
 -- missing: a re-run takes no lock on any table).
 --
+-- Without a pending list (`fastupdate = off`): with PostgreSQL's default, inserts append to a
+-- pending list of up to 4 MB that every look-up scans until autovacuum merges it; under a steady
+-- write load look-ups by `_id` took 2.8 ms instead of 0.8 ms (measured at a million events, 64k
+-- pending entries), and the recorder's status updates (one look-up each) slowed down as much.
+--
 -- FerretDB names a collection's table `<collection>_<8 hex digits>` in the schema named after the
 -- database; the fields per collection are the ones hookbay filters on by equality. Index names are
 -- `<table>_gin_<fields>`; the indexes of an earlier list stay (harmless, dropped with the table).
@@ -49,7 +54,14 @@ BEGIN
       INTO columns FROM unnest(string_to_array(field, '+')) AS part;
     -- checked first: CREATE INDEX IF NOT EXISTS would still lock the table against writes
     IF to_regclass(format('%I.%I', schema_name, index_name)) IS NULL THEN
-      EXECUTE format('CREATE INDEX %I ON %I.%I USING gin (%s)', index_name, schema_name, table_name, columns);
+      EXECUTE format('CREATE INDEX %I ON %I.%I USING gin (%s) WITH (fastupdate = off)',
+                     index_name, schema_name, table_name, columns);
+    ELSIF NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = format('%I.%I', schema_name, index_name)::regclass
+                      AND 'fastupdate=off' = ANY (reloptions)) THEN
+      -- an index made before fastupdate was turned off: once (a brief lock), then its pending
+      -- list is merged into the index
+      EXECUTE format('ALTER INDEX %I.%I SET (fastupdate = off)', schema_name, index_name);
+      PERFORM gin_clean_pending_list(format('%I.%I', schema_name, index_name)::regclass);
     END IF;
   END LOOP;
 END

@@ -29,6 +29,7 @@ from hookbay_common.db.events import (
     PAGE_SIZE,
     ExpiredPage,
     PageSummary,
+    _heal_at,
     _summary,
     attempt_to_document,
     event_to_document,
@@ -630,6 +631,40 @@ class TestPagedLayout:
         assert len(alive) < len(made)
         assert await newest() == expected(alive)
 
+    async def test_the_newest_books_hold_the_window(self, db: Database) -> None:
+        """The overview reads each webhook's books from the newest down to the one its window
+        begins in: the counts over them are those over all pages, with fewer books read."""
+        events = EventRepository(db)
+        username = unique_name("u")
+        start = utcnow() - timedelta(days=3)
+        hooks = [new_id(IdPrefix.WEBHOOK) for _ in range(2)]
+        made = [
+            create_event(
+                username=username, webhook_id=hooks[0],
+                created_at=start + timedelta(minutes=10 * i),
+            )
+            for i in range(PAGE_SIZE * 4 + 20)
+        ] + [
+            create_event(username=username, webhook_id=hooks[1], created_at=start)
+        ]  # fmt: skip
+        since = utcnow().replace(second=0, microsecond=0) - timedelta(days=1)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("hookbay_common.db.events.BOOK_PAGES", 2)
+            await events.upsert_many(made)
+            newest = await events.newest_summaries(username, since)
+            everything = await events.summaries(username=username)
+        for hook in hooks:
+            mine = [s for s in newest if s.webhook_id == hook]
+            assert await events.counts_from(mine, since) == await events.counts_from(
+                [s for s in everything if s.webhook_id == hook], since
+            )
+            assert max(s.last_at for s in mine) == max(
+                s.last_at for s in everything if s.webhook_id == hook
+            )
+        # hook 0: pages 0-4 over 3 days, books of 2 pages; the last day begins on page 2 (book 1)
+        assert sorted(s.page for s in newest if s.webhook_id == hooks[0]) == [2, 3, 4]
+        assert [s.page for s in newest if s.webhook_id == hooks[1]] == [0]  # its only page
+
     async def test_pages_without_minutes_are_counted_from_heads(self, db: Database) -> None:
         """A summary written before the per-minute counts existed (layout 2) still counts."""
         events = EventRepository(db)
@@ -728,20 +763,22 @@ class TestTalliedSummaries:
 
     async def test_a_completed_page_is_recounted(self, db: Database) -> None:
         """A summary that drifted (two recorders at once during a partition hand-over, on a
-        store whose updates are not atomic) is recounted when its page fills up."""
+        store whose updates are not atomic) is recounted once its page is complete: when the
+        next page reaches the webhook's own position (``_heal_at``)."""
         events = EventRepository(db)
         webhook_id = new_id(IdPrefix.WEBHOOK)
-        made = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE + 1)]
+        heal_at = _heal_at(webhook_id)
+        made = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE * 2)]
         await events.upsert_many(made[:50])
         await db[Collections.EVENT_PAGES].update_one(
             {"webhook_id": webhook_id}, {"$inc": {"pending": -3, "total": -3}}
         )
-        await events.upsert_many(made[50:60])  # adds to the drifted summary
+        await events.upsert_many(made[50 : PAGE_SIZE + heal_at])  # page 0 full, not healed yet
         drifted, _ = await self._stored(db, webhook_id)
-        assert [d["total"] for d in drifted] == [57]  # 60 stored
-        await events.upsert_many(made[60:])  # fills page 0, starts page 1
+        assert drifted[0]["total"] == PAGE_SIZE - 3
+        await events.upsert_many(made[PAGE_SIZE + heal_at : PAGE_SIZE + heal_at + 1])
         pages = await self._agrees_with_a_recount(db, events, webhook_id)
-        assert [(d["page"], d["total"]) for d in pages] == [(0, PAGE_SIZE), (1, 1)]
+        assert [(d["page"], d["total"]) for d in pages] == [(0, PAGE_SIZE), (1, heal_at + 1)]
 
 
 async def _all_heads(events: EventRepository, hooks: list[str]) -> list[Any]:

@@ -177,13 +177,14 @@ class EventService:
 
     async def overview(self, username: str) -> Overview:
         """Per webhook (by name): the last 24 hours' counts and success rate, and when its
-        newest event arrived; plus the owner's newest events across webhooks. From the owner's
-        books (one query), the per-minute counts of the pages the window's start cuts, and the
-        heads of the newest page or two. The window starts on a whole minute (24 hours ago,
-        rounded down), so no page's heads are counted one by one."""
+        newest event arrived; plus the owner's newest events across webhooks. From the books
+        of each webhook's window (its newest books, down to the one the window begins in), the
+        per-minute counts of the pages the window's start cuts, and the newest events' ids its
+        counter keeps. The window starts on a whole minute (24 hours ago, rounded down), so no
+        page's heads are counted one by one."""
         webhooks = await self._webhooks.list_for_owner(username)
-        summaries = await self._events.summaries(username=username)
         since = (utcnow() - OVERVIEW_WINDOW).replace(second=0, microsecond=0)
+        summaries = await self._events.newest_summaries(username, since)
         mine = {w.id: [s for s in summaries if s.webhook_id == w.id] for w in webhooks}
         counted = await asyncio.gather(
             *(self._events.counts_from(mine[w.id], since) for w in webhooks)
