@@ -157,6 +157,39 @@ class TestTokenRepository:
         await tokens.delete(owner, record.id)
         assert await tokens.list_for_owner(owner) == []
 
+    async def test_last_used_moves_at_most_once_a_minute(self, db: Database) -> None:
+        """A client polling with a token reads it; the use is written when it is new or the
+        one stored is a minute old."""
+        tokens = TokenRepository(db)
+        secret = f"hbk_{unique_name('t')}"
+        record = ApiToken(
+            id=new_id(IdPrefix.TOKEN), username=unique_name("u"), name="ci",
+            token_hash=hash_api_token(secret), created_at=create_user().created_at,
+        )  # fmt: skip
+        await tokens.create(record)
+
+        async def stored() -> datetime | None:
+            doc = await db[Collections.API_TOKENS].find_one({"_id": record.id})
+            assert doc is not None
+            return doc.get("last_used_at")
+
+        first = await tokens.find_by_token(secret)
+        assert first is not None
+        assert first.last_used_at is not None
+        assert await stored() == first.last_used_at
+        again = await tokens.find_by_token(secret)
+        assert again is not None
+        assert await stored() == again.last_used_at == first.last_used_at  # no write
+        old = first.last_used_at - timedelta(minutes=2)
+        await db[Collections.API_TOKENS].update_one(
+            {"_id": record.id}, {"$set": {"last_used_at": old}}
+        )
+        later = await tokens.find_by_token(secret)
+        assert later is not None
+        assert later.last_used_at is not None
+        assert later.last_used_at > first.last_used_at
+        assert await stored() == later.last_used_at
+
     async def test_token_hash_unique(self, db: Database) -> None:
         tokens = TokenRepository(db)
         made = create_user().created_at

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import Any, Final
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db.client import Collections, Database
@@ -17,6 +18,10 @@ def _from_document(doc: dict[str, Any]) -> ApiToken:
     return ApiToken.model_validate(doc)
 
 
+TOUCH_EVERY: Final = timedelta(minutes=1)
+"""How stale an API token's ``last_used_at`` may be."""
+
+
 class TokenRepository:
     def __init__(self, db: Database) -> None:
         self._tokens = db[Collections.API_TOKENS]
@@ -27,11 +32,21 @@ class TokenRepository:
         return token
 
     async def find_by_token(self, token: str) -> ApiToken | None:
-        """The token record matching a presented token, and mark it used."""
-        doc = await self._tokens.find_one_and_update(
-            {"token_hash": hash_api_token(token)}, {"$set": {"last_used_at": utcnow()}}
-        )
-        return _from_document(doc) if doc else None
+        """The token record matching a presented token, and mark it used: ``last_used_at``
+        moves at most once per ``TOUCH_EVERY``, so a client polling the API costs a read per
+        request, not a write (on the embedded store an update is a look-up plus a rewrite of
+        the document and all its index entries)."""
+        doc = await self._tokens.find_one({"token_hash": hash_api_token(token)})
+        if doc is None:
+            return None
+        now = utcnow()
+        last = doc.get("last_used_at")
+        if last is None or now - last >= TOUCH_EVERY:
+            await self._tokens.update_one(
+                {"_id": doc["_id"]}, {"$set": {"last_used_at": now}}
+            )  # fmt: skip
+            doc["last_used_at"] = now
+        return _from_document(doc)
 
     async def list_for_owner(self, username: str) -> list[ApiToken]:
         cursor = self._tokens.find({"username": username}).sort("created_at", 1)
