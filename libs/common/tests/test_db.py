@@ -538,16 +538,18 @@ class TestPagedLayout:
             for i in range(PAGE_SIZE * 2 + 20)
         ]
         await events.upsert_many(made)
-        since, until = made[50].created_at, made[180].created_at
-        inside = [e for e in made if since <= e.created_at < until]
-        listed = await events.heads_for_webhook(webhook_id, since=since, until=until, limit=500)
-        assert [h.id for h in listed.heads] == [e.id for e in reversed(inside)]
-        counts = await events.counts(webhook_id, since=since, until=until)
-        assert sum(counts.values()) == len(inside)
-        exported = [
-            e.id async for e, _ in events.stream_for_webhook(webhook_id, since=since, until=until)
-        ]
-        assert exported == [e.id for e in inside]
+        # ending on page 1 (below the top page 2); ending on page 0 (page 1 is after it)
+        for since, until in [(made[50].created_at, made[180].created_at), (made[10].created_at, made[60].created_at)]:  # fmt: skip
+            inside = [e for e in made if since <= e.created_at < until]
+            listed = await events.heads_for_webhook(webhook_id, since=since, until=until, limit=500)
+            assert [h.id for h in listed.heads] == [e.id for e in reversed(inside)]
+            counts = await events.counts(webhook_id, since=since, until=until)
+            assert sum(counts.values()) == len(inside)
+            exported = [
+                e.id
+                async for e, _ in events.stream_for_webhook(webhook_id, since=since, until=until)
+            ]
+            assert exported == [e.id for e in inside]
 
     async def test_books_agree_with_the_page_summaries(self, db: Database) -> None:
         """Counts and bounds read from the books (100 pages each; 2 here) are those of the page

@@ -757,13 +757,21 @@ class EventRepository:
                     page -= 1
                     continue
             read += 1
-            if since is not None:  # from the page's book, like the status skip
+            if since is not None or until is not None:  # the page's bounds, from its book
                 book = page // BOOK_PAGES
                 if book not in books:
                     books[book] = await self._book(webhook_id, book)
                 summary = books[book].get(page)
-                if summary is not None and summary.last_at < since:
+                if summary is not None and since is not None and summary.last_at < since:
                     break
+                # all of it after the range (the slack page of ``_last_page_before``); not the
+                # top page, whose summary may not count its newest events yet
+                after_range = (
+                    until is not None and summary is not None and summary.first_at >= until
+                )
+                if after_range and page < top:
+                    page -= 1
+                    continue
             rows = await self.page_heads(webhook_id, page, status)
             if contains is not None and rows:
                 matching = await self._matching(webhook_id, page, contains)
