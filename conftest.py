@@ -6,6 +6,7 @@ broker and make their own topic names where a test needs a topic to itself.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -16,7 +17,7 @@ from aiokafka import AIOKafkaProducer
 from pymongo import AsyncMongoClient, MongoClient
 
 from hookbay_common.db import client as db_client
-from hookbay_common.kafka import create_producer
+from hookbay_common.kafka import create_producer, ensure_configured_topics
 from hookbay_common.settings import Settings
 from tests.support.factories import TEST_SECRET_KEY
 from tests.support.receiver import Receiver, serve_receiver
@@ -38,8 +39,11 @@ def mongo_url(worker_id: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def env(mongo_url: str, worker_id: str) -> dict[str, str]:
     """The ``HOOKBAY_*`` environment of a process under test (CLI, services). Each worker of
-    each run has its own topic namespace: no test consumes another test's messages."""
-    return {
+    each run has its own topic namespace: no test consumes another test's messages. Its
+    topics are made here, as ``hookbay migrate`` makes them for a deployment: a configuration
+    change published to a topic that does not exist waits out the publisher's 5 s timeout
+    (every CLI command and API call that changes a user or a webhook did)."""
+    values = {
         "HOOKBAY_KAFKA_NAMESPACE": f"test.{worker_id}.{uuid.uuid4().hex[:8]}",
         "HOOKBAY_SECRET_KEY": TEST_SECRET_KEY,
         "HOOKBAY_MONGO_URL": mongo_url,
@@ -48,11 +52,17 @@ def env(mongo_url: str, worker_id: str) -> dict[str, str]:
         "HOOKBAY_ALLOW_PRIVATE_DESTINATIONS": "true",
         "HOOKBAY_RETRY_SCHEDULE": "0,1s,2s",
     }
+    asyncio.run(ensure_configured_topics(_settings_of(values)))
+    return values
+
+
+def _settings_of(env: dict[str, str]) -> Settings:
+    return Settings(**{key.removeprefix("HOOKBAY_").lower(): value for key, value in env.items()})
 
 
 @pytest.fixture(scope="session")
 def settings(env: dict[str, str]) -> Settings:
-    return Settings(**{key.removeprefix("HOOKBAY_").lower(): value for key, value in env.items()})
+    return _settings_of(env)
 
 
 @pytest.fixture(scope="session")
