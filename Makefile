@@ -108,7 +108,11 @@ format: .venv/.synced
 run: install web
 	@.venv/bin/python scripts/run.py
 
+# the test broker starts empty: every run makes topics of its own namespaces, and a broker kept
+# across runs piled up ~20,000 partitions until it ran out of file descriptors and stopped
 test: install lint web browser
+	@$(TEST_ENV) $(INFRA) down kafka >/dev/null 2>&1 || true
+	@rm -rf $(CURDIR)/.cache/test-run/kafka
 	@$(TEST_ENV) $(INFRA) up
 	@set -o pipefail; status=0; \
 	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \

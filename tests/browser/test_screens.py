@@ -142,7 +142,12 @@ class TestAdmin:
         await session.login(admin)
         await page.get_by_role("link", name="Admin").click()
         await page.get_by_label(f"Plan of {user.username}").select_option("free")
-        await page.get_by_role("button", name=f"Save {user.username}").click()
+        # the button is disabled while the change is saving too: wait for the answer itself
+        async with page.expect_response(
+            lambda r: r.request.method == "PATCH" and f"/admin/users/{user.username}" in r.url
+        ) as saved:
+            await page.get_by_role("button", name=f"Save {user.username}").click()
+        assert (await saved.value).ok
         await expect(page.get_by_role("button", name=f"Save {user.username}")).to_be_disabled()
         users = (await admin.api.get("/api/v1/admin/users")).json()
         assert {u["username"]: u["plan"] for u in users}[user.username] == "free"
