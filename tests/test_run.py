@@ -171,7 +171,10 @@ class TestRun:
                     ("application/json", "failed"),
                 } <= kinds  # fmt: skip
                 failed = failed_delivery(client)
-                assert [a["status_code"] for a in failed["attempts"]] == [404]
+                # a 404 is final, not retried; the first run's stop may have cut an attempt off
+                # before it (its destination is that run's ingest): a network error, retried
+                *cut, last = [a["status_code"] for a in failed["attempts"]]
+                assert (last, set(cut) | {None}) == (404, {None})
         finally:
             output += stop(second)
         assert second.returncode == 0, output
