@@ -143,10 +143,9 @@ class ExpiredPage:
 
 @dataclass
 class _Tally:
-    """What a batch's writes changed in one page: counts per status, per minute of
-    ``created_at``, and the page's time bounds."""
+    """Counts of one page per status, per minute of ``created_at``, and its time bounds: a
+    page's summary, or what a batch's writes changed in it (counts may then be negative)."""
 
-    username: str
     counts: list[int] = field(default_factory=lambda: [0] * len(_STATUSES))
     rejected: int = 0
     minutes: dict[str, list[int]] = field(default_factory=dict)
@@ -161,6 +160,41 @@ class _Tally:
             self.first_at = min(self.first_at or created_at, created_at)
             self.last_at = max(self.last_at or created_at, created_at)
 
+    @classmethod
+    def of_summary(cls, doc: dict[str, Any]) -> _Tally:
+        return cls(
+            counts=[doc[s.value] for s in _STATUSES], rejected=doc["rejected"],
+            minutes=dict(_decode_minutes(doc["minutes"])), first_at=doc["first_at"],
+            last_at=doc["last_at"],
+        )  # fmt: skip
+
+    def plus(self, other: _Tally) -> _Tally:
+        minutes = dict(self.minutes)
+        for minute, added in other.minutes.items():
+            kept = minutes.get(minute, [0] * len(_STATUSES))
+            minutes[minute] = [a + b for a, b in zip(kept, added, strict=True)]
+        bounds = [t for t in (self.first_at, self.last_at, other.first_at, other.last_at) if t]
+        return _Tally(
+            counts=[a + b for a, b in zip(self.counts, other.counts, strict=True)],
+            rejected=self.rejected + other.rejected, minutes=minutes,
+            first_at=min(bounds, default=None), last_at=max(bounds, default=None),
+        )  # fmt: skip
+
+    @property
+    def valid(self) -> bool:
+        """No count below zero (else a tally was added to a summary that did not hold it)."""
+        return min(self.counts) >= 0 and all(n >= 0 for t in self.minutes.values() for n in t)
+
+    def summary(self, webhook_id: str, username: str, page: int) -> dict[str, Any]:
+        """The ``event_pages`` document."""
+        return {
+            "webhook_id": webhook_id, "username": username, "page": page,
+            "first_at": self.first_at, "last_at": self.last_at, "total": sum(self.counts),
+            "rejected": self.rejected,
+            **{s.value: n for s, n in zip(_STATUSES, self.counts, strict=True)},
+            "minutes": _encode_minutes({m: t for m, t in self.minutes.items() if any(t)}),
+        }  # fmt: skip
+
 
 @dataclass
 class _Changes:
@@ -172,8 +206,8 @@ class _Changes:
     tallies: dict[tuple[str, int], _Tally] = field(default_factory=dict)
     exact: set[tuple[str, int]] = field(default_factory=set)
 
-    def tally(self, webhook_id: str, page: int, username: str) -> _Tally:
-        return self.tallies.setdefault((webhook_id, page), _Tally(username))
+    def tally(self, webhook_id: str, page: int) -> _Tally:
+        return self.tallies.setdefault((webhook_id, page), _Tally())
 
 
 def latest_attempts(attempts: Iterable[Attempt]) -> dict[str, Attempt]:
@@ -376,7 +410,7 @@ class EventRepository:
             if index in late:  # met a stored document: its page is recounted
                 changes.exact.add(place)
             else:
-                tally = changes.tally(*place, event.username)
+                tally = changes.tally(*place)
                 tally.add(head["status"], event.created_at)
                 tally.rejected += event.rejected_reason is not None
             if head["seq"] >= PAGE_SIZE and head["seq"] % PAGE_SIZE == _heal_at(event.webhook_id):
@@ -502,7 +536,7 @@ class EventRepository:
                 *_status_if_later(attempt), return_document=ReturnDocument.BEFORE
             )
             if before is not None and "page" in before:  # the status it had, the one it has
-                tally = changes.tally(before["webhook_id"], before["page"], before["username"])
+                tally = changes.tally(before["webhook_id"], before["page"])
                 tally.add(before["status"], before["created_at"], -1)
                 tally.add(attempt.outcome.value, before["created_at"])
             elif attempt.event_id in located:  # already past this attempt: written before
@@ -540,9 +574,10 @@ class EventRepository:
 
         async def one_book(webhook_id: str, pages: list[int]) -> None:
             for page in pages:
-                tally = changes.tallies.get((webhook_id, page))
-                exact = tally is None or (webhook_id, page) in changes.exact
-                if exact or not await self._add(webhook_id, page, tally):  # type: ignore[arg-type]
+                exact = (webhook_id, page) in changes.exact
+                if exact or not await self._add(
+                    webhook_id, page, changes.tallies[webhook_id, page]
+                ):
                     await self._recount(webhook_id, page)
 
         await _gather_limited(one_book(w, ps) for (w, _), ps in books.items())
@@ -554,23 +589,10 @@ class EventRepository:
         doc = await self._pages.find_one({"_id": key})
         if doc is None or "minutes" not in doc:  # a new page, or one summarised before minutes
             return False
-        counts = [doc[s.value] + n for s, n in zip(_STATUSES, tally.counts, strict=True)]
-        minutes = dict(_decode_minutes(doc["minutes"]))
-        for minute, added in tally.minutes.items():
-            kept = minutes.get(minute, [0] * len(_STATUSES))
-            minutes[minute] = [a + b for a, b in zip(kept, added, strict=True)]
-        minutes = {m: t for m, t in minutes.items() if any(t)}
-        if min(counts) < 0 or any(n < 0 for t in minutes.values() for n in t):
+        total = _Tally.of_summary(doc).plus(tally)
+        if not total.valid:
             return False
-        times = [t for t in (doc["first_at"], doc["last_at"], tally.first_at, tally.last_at) if t]
-        summary = {
-            "webhook_id": webhook_id, "username": doc["username"], "page": page,
-            "first_at": min(times), "last_at": max(times), "total": sum(counts),
-            "rejected": doc["rejected"] + tally.rejected,
-            **{s.value: n for s, n in zip(_STATUSES, counts, strict=True)},
-            "minutes": _encode_minutes(minutes),
-        }  # fmt: skip
-        await self._write_summary(key, summary)
+        await self._write_summary(key, total.summary(webhook_id, doc["username"], page))
         return True
 
     async def _recount(self, webhook_id: str, page: int) -> None:
@@ -587,21 +609,11 @@ class EventRepository:
             await self._pages.delete_one({"_id": key})
             await self._books.update_one(book, {"$unset": {f"pages.{page}": ""}})
             return
-        counts = {s.value: 0 for s in _STATUSES}
-        rejected = 0
-        minutes: dict[str, list[int]] = {}
+        counted = _Tally()
         for doc in docs:
-            counts[doc["status"]] = counts.get(doc["status"], 0) + 1
-            rejected += doc.get("rejected_reason") is not None
-            tally = minutes.setdefault(minute_key(doc["created_at"]), [0] * len(_STATUSES))
-            tally[_STATUS_INDEX[doc["status"]]] += 1
-        times = [doc["created_at"] for doc in docs]
-        summary = {
-            "webhook_id": webhook_id, "username": docs[0]["username"], "page": page,
-            "first_at": min(times), "last_at": max(times), "total": len(docs), "rejected": rejected, **counts,
-            "minutes": _encode_minutes(minutes),
-        }  # fmt: skip
-        await self._write_summary(key, summary)
+            counted.add(doc["status"], doc["created_at"])
+            counted.rejected += doc.get("rejected_reason") is not None
+        await self._write_summary(key, counted.summary(webhook_id, docs[0]["username"], page))
 
     async def _write_summary(self, key: str, summary: dict[str, Any]) -> None:
         await self._pages.replace_one({"_id": key}, summary, upsert=True)
