@@ -49,6 +49,7 @@ from benchlib import (
     service,
     write_doc_block,
 )
+from prometheus_client.parser import text_string_to_metric_families
 from pymongo import MongoClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -280,19 +281,17 @@ def _recorder_batches(port: str) -> str:
     """The recorder's batch count, records per batch, mean write time and the share over
     0.5 s, from its metrics."""
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", follow_redirects=True).text
-    buckets: dict[float, float] = {}
-    count = total = records = 0.0
-    for line in text.splitlines():
-        if line.startswith("hookbay_recorder_records_total{"):
-            records += float(line.rsplit(" ", 1)[1])
-        if line.startswith("hookbay_recorder_write_duration_seconds_bucket"):
-            bound = line.split('le="', 1)[1].split('"', 1)[0]
-            buckets[float(bound)] = float(line.rsplit(" ", 1)[1])
-        elif line.startswith("hookbay_recorder_write_duration_seconds_count"):
-            count = float(line.rsplit(" ", 1)[1])
-        elif line.startswith("hookbay_recorder_write_duration_seconds_sum"):
-            total = float(line.rsplit(" ", 1)[1])
-    within = max((n for bound, n in buckets.items() if bound <= 0.5), default=0.0)
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+    def value(name: str, **labels: str) -> float:
+        return sum(
+            s.value for s in samples if s.name == name and labels.items() <= s.labels.items()
+        )
+
+    write = "hookbay_recorder_write_duration_seconds"
+    count, total = value(f"{write}_count"), value(f"{write}_sum")
+    within = value(f"{write}_bucket", le="0.5")
+    records = value("hookbay_recorder_records_total")
     if not count:
         return "none"
     return (
