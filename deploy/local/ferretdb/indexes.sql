@@ -29,6 +29,8 @@ LANGUAGE sql IMMUTABLE AS $$
     WHEN 'event_books' THEN ARRAY['_id', 'username', 'webhook_id']
     WHEN 'event_counters' THEN ARRAY['_id', 'username']
     WHEN 'attempts' THEN ARRAY['_id', 'event_id', 'username', 'webhook_id+event_page']
+    WHEN 'stats_minutes' THEN ARRAY['_id', 'username+day', 'webhook_id+day']
+    WHEN 'stats_hours' THEN ARRAY['_id', 'username+day', 'webhook_id+day']
     WHEN 'sessions' THEN ARRAY['_id', 'username']
     WHEN 'api_tokens' THEN ARRAY['_id', 'token_hash', 'username']
     WHEN 'webhooks' THEN ARRAY['_id', 'username']

@@ -9,6 +9,7 @@ from hookbay_common.db.events import AttemptRepository, EventCursor, EventReposi
 from hookbay_common.db.locks import Lease, LockRepository
 from hookbay_common.db.replays import ReplayJob, ReplayJobRepository, ReplayJobStatus
 from hookbay_common.db.sessions import SessionRepository
+from hookbay_common.db.stats import StatsRepository
 from hookbay_common.db.tokens import TokenRepository
 from hookbay_common.db.users import UserRepository
 from hookbay_common.db.webhooks import WebhookRepository
@@ -25,6 +26,7 @@ __all__ = [
     "ReplayJobRepository",
     "ReplayJobStatus",
     "SessionRepository",
+    "StatsRepository",
     "TokenRepository",
     "UserRepository",
     "WebhookRepository",

@@ -21,6 +21,8 @@ class Collections:
     ATTEMPTS: Final = "attempts"
     API_TOKENS: Final = "api_tokens"
     SESSIONS: Final = "sessions"
+    STATS_MINUTES: Final = "stats_minutes"
+    STATS_HOURS: Final = "stats_hours"
     REPLAY_JOBS: Final = "replay_jobs"
     LOCKS: Final = "locks"
     MIGRATIONS: Final = "migrations"
@@ -64,6 +66,14 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
         IndexModel([("event_id", ASCENDING), ("started_at", ASCENDING)], name="event_started"),
         IndexModel([("webhook_id", ASCENDING), ("event_page", ASCENDING)], name="webhook_page"),
         IndexModel([("username", ASCENDING)], name="owner"),
+    ],
+    Collections.STATS_MINUTES: [
+        IndexModel([("username", ASCENDING), ("day", ASCENDING)], name="owner_day"),
+        IndexModel([("webhook_id", ASCENDING), ("day", ASCENDING)], name="webhook_day"),
+    ],
+    Collections.STATS_HOURS: [
+        IndexModel([("username", ASCENDING), ("day", ASCENDING)], name="owner_day"),
+        IndexModel([("webhook_id", ASCENDING), ("day", ASCENDING)], name="webhook_day"),
     ],
     Collections.REPLAY_JOBS: [
         IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),

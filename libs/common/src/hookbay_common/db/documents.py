@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Awaitable, Iterable
+from typing import Any, Final, TypeVar
 
 from hookbay_common.models import BodyEncoding, body_from_text, body_to_text
+
+T = TypeVar("T")
+LOOKUP_CONCURRENCY: Final = 8
+"""Parallel single-document look-ups; below the connection pool (16) so writes keep room."""
+
+
+async def gather_limited(calls: Iterable[Awaitable[T]], limit: int = LOOKUP_CONCURRENCY) -> list[T]:
+    """Await ``calls`` at most ``limit`` at a time; the results in the order of ``calls``."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with gate:
+            return await call
+
+    return await asyncio.gather(*(one(c) for c in calls))
 
 
 def headers_to_document(headers: dict[str, str]) -> list[dict[str, str]]:

@@ -39,8 +39,10 @@ from pymongo.errors import BulkWriteError
 
 from hookbay_common.db.client import Collections, Database
 from hookbay_common.db.documents import (
+    LOOKUP_CONCURRENCY,
     body_from_document,
     body_to_document,
+    gather_limited,
     headers_from_document,
     headers_to_document,
 )
@@ -65,8 +67,6 @@ LOCATE_CACHE: Final = 100_000
 attempts that follow an event need no lookup."""
 RECENT_KEEP: Final = 10
 """Newest event ids each webhook's counter keeps, for the owner's overview."""
-LOOKUP_CONCURRENCY: Final = 8
-"""Parallel single-document look-ups; below the connection pool (16) so writes keep room."""
 
 _STATUSES: Final = tuple(EventStatus)
 _STATUS_INDEX: Final = {s.value: i for i, s in enumerate(_STATUSES)}
@@ -328,16 +328,6 @@ async def _insert_or_upsert(
     return slow
 
 
-async def _gather_limited(calls: Iterable[Any], limit: int = LOOKUP_CONCURRENCY) -> list[Any]:
-    gate = asyncio.Semaphore(limit)
-
-    async def one(call: Any) -> Any:
-        async with gate:
-            return await call
-
-    return await asyncio.gather(*(one(c) for c in calls))
-
-
 class EventRepository:
     def __init__(self, db: Database) -> None:
         self._events = db[Collections.EVENTS]
@@ -466,7 +456,7 @@ class EventRepository:
                 {"_id": webhook_id}, {"$max": {"seq": int(doc["seq"])}, "$set": {"recent": newest}}
             )
 
-        await _gather_limited(take(w, n) for w, n in wanted.items())  # one counter each
+        await gather_limited(take(w, n) for w, n in wanted.items())  # one counter each
         seqs = []
         for event in events:
             seqs.append(ends[event.webhook_id])
@@ -489,7 +479,7 @@ class EventRepository:
                 found[event_id] = self._located[event_id]
             else:
                 missing.append(event_id)
-        docs = await _gather_limited(
+        docs = await gather_limited(
             self._events.find_one({"_id": i}, {"webhook_id": 1, "page": 1}) for i in missing
         )
         for doc in docs:
@@ -544,7 +534,7 @@ class EventRepository:
 
         # one command per event, several at once: on FerretDB each update is a look-up and a
         # write, and a bulk command's statements run one after the other (and must stay few)
-        await _gather_limited(update(a) for a in latest.values())
+        await gather_limited(update(a) for a in latest.values())
         absent = [a for a in latest.values() if a.event_id not in located]
         if absent:  # a status stub for each, then the status, now that a document exists
             stubs = [
@@ -580,7 +570,7 @@ class EventRepository:
                 ):
                     await self._recount(webhook_id, page)
 
-        await _gather_limited(one_book(w, ps) for (w, _), ps in books.items())
+        await gather_limited(one_book(w, ps) for (w, _), ps in books.items())
 
     async def _add(self, webhook_id: str, page: int, tally: _Tally) -> bool:
         """Add ``tally`` to the page's stored summary; False when there is none, or the sum
@@ -694,7 +684,7 @@ class EventRepository:
             doc async for doc in self._counters.find({"username": username}, {"seq": 1, "low": 1})
         ]  # fmt: skip
         found: list[PageSummary] = []
-        for pages in await _gather_limited(self._books_since(c, since) for c in counters):
+        for pages in await gather_limited(self._books_since(c, since) for c in counters):
             found += pages
         found.sort(key=lambda s: (s.webhook_id, s.page))
         return found
@@ -873,7 +863,7 @@ class EventRepository:
             kept += _decode_recent(doc.get("recent", ""))
         kept.sort(reverse=True)
         wanted = [event_id for _, event_id in kept[:RECENT_KEEP]]
-        docs = await _gather_limited(
+        docs = await gather_limited(
             self._events.find_one({"_id": i}, _HEAD_PROJECTION) for i in wanted
         )
         rows = [_row_from_document(d) for d in docs if d is not None and "page" in d]
@@ -935,7 +925,7 @@ class EventRepository:
                     counts[status] += n
             else:
                 cut.append(summary)
-        pages = await _gather_limited(self._page_counts(c, since, until) for c in cut)
+        pages = await gather_limited(self._page_counts(c, since, until) for c in cut)
         for page_counts in pages:
             for status, n in page_counts.items():
                 counts[status] += n
@@ -1348,7 +1338,7 @@ async def _move_layout_1(db: Database) -> int:
             by_webhook.setdefault(doc["webhook_id"], []).append(doc["_id"])
     moved = 0
     for webhook_id, ids in by_webhook.items():
-        docs = await _gather_limited(events.find_one({"_id": i}) for i in ids)
+        docs = await gather_limited(events.find_one({"_id": i}) for i in ids)
         old = sorted((d for d in docs if d and "request_body" in d), key=_doc_order)
         if not old:
             continue
