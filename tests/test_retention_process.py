@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from hookbay_common.clock import isoformat, utcnow
-from hookbay_common.db import LockRepository
+from hookbay_common.db import LockRepository, StatsRepository
 from hookbay_common.db.client import Collections, Database
+from hookbay_common.db.stats import DAY, Bucket, Counts
 from hookbay_retention.service import LOCK_NAME
 from tests.support import retention as support
 from tests.support.net import free_port
@@ -151,7 +152,12 @@ class TestExitCodes:
         self, rdb: Database, start: Any, pushgateway: Pushgateway, tmp_path: Path
     ) -> None:
         now = utcnow()
-        await create_owner(rdb, "starter", [days_ago(now, 91), days_ago(now, 89)])
+        owner = await create_owner(rdb, "starter", [days_ago(now, 91), days_ago(now, 89)])
+        old_day = int(days_ago(now, 92).timestamp()) // DAY
+        stats = StatsRepository(rdb)
+        await stats.write(
+            [Bucket(f"wh_{owner.username}", owner.username, "hour", old_day * DAY, Counts())]
+        )
         textfile = tmp_path / "retention.prom"
         run = await start(
             HOOKBAY_RETENTION_PUSHGATEWAY_URL=pushgateway.url,
@@ -164,6 +170,8 @@ class TestExitCodes:
         assert pushed.path == "/metrics/job/hookbay_retention"
         assert b"hookbay_retention_deleted_events_total 1.0" in pushed.body
         assert "hookbay_retention_deleted_attempts_total 1.0" in textfile.read_text()
+        assert "hookbay_retention_deleted_stats_days_total 1.0" in textfile.read_text()
+        assert await stats.owner_days(owner.username) == []
         assert all(e["service"] == "retention" for e in run.events())
 
     async def test_lock_held_exits_0_with_one_message(self, rdb: Database, start: Any) -> None:

@@ -9,12 +9,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hookbay_common.clock import utcnow
+from hookbay_common.db import StatsRepository
 from hookbay_common.db.client import Database
+from hookbay_common.db.stats import HOUR, Bucket, Counts
 from hookbay_common.plans import load_plans
 from hookbay_retention.metrics import JOB, export, registry_for
 from hookbay_retention.service import RetentionReport, build_job
 from hookbay_retention.settings import RetentionSettings
-from tests.support.factories import TEST_SECRET_KEY
+from tests.support.factories import TEST_SECRET_KEY, unique_name
 from tests.support.net import free_port
 from tests.support.retention import Pushgateway, create_owner, days_ago
 
@@ -30,7 +32,11 @@ def samples(text: str) -> dict[str, float]:
 @pytest.fixture
 async def report(rdb: Database, retention_url: str) -> RetentionReport:
     now = utcnow()
-    await create_owner(rdb, "free", [days_ago(now, 40), days_ago(now, 50)], attempts_each=2)
+    old = await create_owner(rdb, "free", [days_ago(now, 40), days_ago(now, 50)], attempts_each=2)
+    hour = int(days_ago(now, 45).timestamp()) // HOUR * HOUR
+    await StatsRepository(rdb).write(
+        [Bucket(unique_name("wh_"), old.username, "hour", hour, Counts())]
+    )
     await create_owner(rdb, "free", [days_ago(now, 10)])
     settings = RetentionSettings(secret_key=TEST_SECRET_KEY, mongo_url=retention_url)  # type: ignore[arg-type]
     return await build_job(rdb, load_plans(None), settings).run()
@@ -43,6 +49,7 @@ class TestMetrics:
         values = samples(path.read_text())
         assert values["hookbay_retention_deleted_events_total"] == 2
         assert values["hookbay_retention_deleted_attempts_total"] == 4
+        assert values["hookbay_retention_deleted_stats_days_total"] == 1
         assert values["hookbay_retention_duration_seconds"] == pytest.approx(report.duration)
         assert report.finished_at is not None
         assert values["hookbay_retention_last_success_timestamp_seconds"] == pytest.approx(

@@ -16,10 +16,12 @@ from hookbay_common.db import (
     EventRepository,
     LockRepository,
     SessionRepository,
+    StatsRepository,
     UserRepository,
     WebhookRepository,
 )
 from hookbay_common.db.client import Collections, Database
+from hookbay_common.db.stats import DAY, HOUR, Bucket, Counts
 from hookbay_common.errors import LockHeld, LockLost
 from hookbay_common.models import Session
 from hookbay_common.plans import PlanBook, load_plans
@@ -57,7 +59,7 @@ def make_job(rdb: Database, plans: PlanBook) -> MakeJob:
     def make(**options: float) -> RetentionJob:
         return RetentionJob(
             UserRepository(rdb), EventRepository(rdb), AttemptRepository(rdb),
-            SessionRepository(rdb), LockRepository(rdb), plans,
+            SessionRepository(rdb), LockRepository(rdb), plans, stats=StatsRepository(rdb),
             **{"batch_size": 1000, "lease": 60.0, "lock_wait": 0.0, **options},  # type: ignore[arg-type]
         )  # fmt: skip
 
@@ -290,7 +292,8 @@ class TestLock:
 
         job = RetentionJob(
             UserRepository(rdb), EventRepository(rdb), AttemptRepository(rdb),
-            SessionRepository(rdb), TakenOverAtFirstRenewal(rdb), plans, batch_size=3,
+            SessionRepository(rdb), TakenOverAtFirstRenewal(rdb), plans,
+            stats=StatsRepository(rdb), batch_size=3,
         )  # fmt: skip
         with pytest.raises(LockLost):
             await job.run(now=now)
@@ -317,3 +320,69 @@ class TestSessions:
         assert (await make_job().dry_run(now=now)).sessions == 2
         assert (await make_job().run(now=now)).sessions == 2
         assert len(await stored_ids(rdb, Collections.SESSIONS)) == 1
+
+
+async def stats_on_days(db: Database, username: str, days: list[int]) -> None:
+    """A minute and an hour bucket of one webhook of ``username`` on each UTC day of ``days``
+    (Unix days), in the day's last hour."""
+    webhook_id = unique_name("wh_")
+    last_hour = [day * DAY + 23 * HOUR for day in days]
+    await StatsRepository(db).write(
+        [Bucket(webhook_id, username, "minute", h + 60, Counts(received=2)) for h in last_hour]
+        + [Bucket(webhook_id, username, "hour", h, Counts(received=2)) for h in last_hour]
+    )
+
+
+async def minute_days(db: Database, username: str) -> list[int]:
+    found = db[Collections.STATS_MINUTES].find({"username": username}, {"day": 1})
+    return sorted([doc["day"] async for doc in found])
+
+
+class TestStats:
+    async def test_days_entirely_older_than_the_cutoff_go(
+        self, rdb: Database, make_job: MakeJob
+    ) -> None:
+        """Free (30 d): the days before the cut-off's day go, minute and hour buckets; the
+        cut-off's own day (partly younger) and later stay. Starter (90 d) keeps 40-day-old
+        stats; pro keeps ten-year-old ones; the owners' events are pruned as before."""
+        now = utcnow()
+        cut_day = int((now - timedelta(days=30)).timestamp()) // DAY
+        today = int(now.timestamp()) // DAY
+        free = await create_owner(rdb, "free", [days_ago(now, 40), days_ago(now, 1)])
+        starter = await create_owner(rdb, "starter", [days_ago(now, 40)])
+        pro = await create_owner(rdb, "pro", [days_ago(now, 3650)])
+        await stats_on_days(rdb, free.username, [cut_day - 10, cut_day - 1, cut_day, today])
+        await stats_on_days(rdb, starter.username, [today - 40, today])
+        await stats_on_days(rdb, pro.username, [today - 3650])
+        stats = StatsRepository(rdb)
+
+        report = await make_job().run(now=now)
+
+        reports = by_owner(report.owners)
+        assert reports[free.username].stats_days == 2
+        assert reports[free.username].events == 1
+        assert await stats.owner_days(free.username) == [cut_day, today]
+        assert await minute_days(rdb, free.username) == [cut_day, today]
+        assert await stats.owner_days(starter.username) == [today - 40, today]
+        assert await minute_days(rdb, pro.username) == [today - 3650]
+        assert (reports[starter.username].stats_days, reports[pro.username].stats_days) == (0, 0)
+        assert report.stats_days == 2
+        assert report.to_dict()["stats_days"] == 2
+        again = await make_job().run(now=now)
+        assert again.stats_days == 0
+
+    async def test_a_dry_run_counts_the_days_and_deletes_none(
+        self, rdb: Database, make_job: MakeJob
+    ) -> None:
+        now = utcnow()
+        today = int(now.timestamp()) // DAY
+        free = await create_owner(rdb, "free", [days_ago(now, 1)])
+        await stats_on_days(rdb, free.username, [today - 50, today - 45, today - 2])
+
+        report = await make_job().dry_run(now=now)
+
+        assert by_owner(report.owners)[free.username].stats_days == 2
+        assert await StatsRepository(rdb).owner_days(free.username) == [
+            today - 50, today - 45, today - 2,
+        ]  # fmt: skip
+        assert await minute_days(rdb, free.username) == [today - 50, today - 45, today - 2]

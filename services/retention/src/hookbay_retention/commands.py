@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 @click.group()
 def retention() -> None:
-    """Delete events and attempts past their owner's plan retention."""
+    """Delete events, attempts and stats past their owner's plan retention."""
 
 
 @retention.command("run")
@@ -40,7 +40,8 @@ def retention() -> None:
 @json_option
 @pass_state
 def run_command(state: CliState, dry_run: bool) -> None:
-    """Run retention now: every owner's events older than the plan keeps, with their attempts."""
+    """Run retention now: every owner's events older than the plan keeps, with their attempts,
+    and the days of stats entirely older."""
     import asyncio
 
     from hookbay_common.errors import LockHeld
@@ -84,16 +85,19 @@ def _summary(console: Console, report: RetentionReport) -> None:
 
     verb = "would delete" if report.dry_run else "deleted"
     rows = [
-        (o.username, o.plan, isoformat(o.cutoff) if o.cutoff else None, o.events, o.attempts)
+        (
+            o.username, o.plan, isoformat(o.cutoff) if o.cutoff else None, o.events, o.attempts,
+            o.stats_days,
+        )
         for o in report.owners
-        if o.events or o.attempts
-    ]
+        if o.events or o.attempts or o.stats_days
+    ]  # fmt: skip
     if rows:
-        table(console, ("USERNAME", "PLAN", "CUT-OFF", "EVENTS", "ATTEMPTS"), rows)
+        table(console, ("USERNAME", "PLAN", "CUT-OFF", "EVENTS", "ATTEMPTS", "STATS DAYS"), rows)
     console.print(
         f"{verb} {report.events} events and {report.attempts} attempts of {len(rows)} owners"
-        f" ({len(report.owners)} checked), {report.sessions} expired sessions"
-        f" in {report.duration:.1f} s"
+        f" ({len(report.owners)} checked), {report.stats_days} days of stats,"
+        f" {report.sessions} expired sessions in {report.duration:.1f} s"
     )
 
 

@@ -34,6 +34,11 @@ def registry_for(report: RetentionReport) -> CollectorRegistry:
         name("retention_deleted_attempts"), "Attempts deleted by the last successful run.",
         registry=registry,
     ).inc(report.attempts)  # fmt: skip
+    Counter(
+        name("retention_deleted_stats_days"),
+        "Days of an owner's delivery stats deleted by the last successful run.",
+        registry=registry,
+    ).inc(report.stats_days)  # fmt: skip
     Gauge(
         name("retention_duration_seconds"), "How long the last successful run took.",
         registry=registry,

@@ -1,4 +1,5 @@
-"""The retention job: delete the events (and their attempts) older than their owner's plan keeps.
+"""The retention job: delete the events (and their attempts) older than their owner's plan keeps,
+and the owner's delivery stats of the days entirely older than that.
 
 For each user, by username: the plan's ``retention_days`` from the plans file (a plan missing
 from the file gets the default plan's, as ingest does; ``null`` keeps everything). The cut-off is
@@ -16,6 +17,10 @@ run resumes simply by running again, and two runs deleting the same page (one st
 lease) stay correct; the lock only keeps them from doing the work twice. Memory holds the
 owner's page summaries (one small document per 100 events). ``batch_size`` (below a page, 100)
 splits a page into several steps, each followed by a lease renewal.
+
+Stats (``hookbay_common.db.stats``) go by UTC day, after the owner's events: a day's minute and
+hour buckets are deleted once the whole day is older than the cut-off (so they outlive the events
+of that day by less than a day), each day by equality on (owner, day).
 
 Running time grows with what is deleted, not with what is kept: every statement is an equality
 match on indexed fields (on the embedded store too: deploy/local/ferretdb/indexes.sql).
@@ -42,11 +47,13 @@ from hookbay_common.db import (
     EventRepository,
     LockRepository,
     SessionRepository,
+    StatsRepository,
     UserRepository,
 )
 from hookbay_common.db import client as db_client
 from hookbay_common.db.client import Database
 from hookbay_common.db.events import ExpiredPage
+from hookbay_common.db.stats import DAY
 from hookbay_common.errors import LockHeld, LockLost
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import Plan, PlanBook
@@ -63,7 +70,8 @@ LOCK_POLL: Final = 1.0
 class OwnerReport:
     """What a run deleted (a dry run: would delete) for one owner. ``plan`` is the user's;
     ``retention_days`` the one applied (the default plan's when ``plan`` is not in the file);
-    ``cutoff`` is ``None`` when the plan keeps everything."""
+    ``cutoff`` is ``None`` when the plan keeps everything; ``stats_days`` counts the UTC days of
+    stats deleted (would be)."""
 
     username: str
     plan: str
@@ -71,6 +79,7 @@ class OwnerReport:
     cutoff: datetime | None
     events: int
     attempts: int
+    stats_days: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +89,7 @@ class OwnerReport:
             "cutoff": isoformat(self.cutoff) if self.cutoff else None,
             "events": self.events,
             "attempts": self.attempts,
+            "stats_days": self.stats_days,
         }
 
 
@@ -123,6 +133,10 @@ class RetentionReport:
     def attempts(self) -> int:
         return sum(o.attempts for o in self.owners)
 
+    @property
+    def stats_days(self) -> int:
+        return sum(o.stats_days for o in self.owners)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": "done",
@@ -132,6 +146,7 @@ class RetentionReport:
             "duration_seconds": round(self.duration, 3),
             "events": self.events,
             "attempts": self.attempts,
+            "stats_days": self.stats_days,
             "sessions": self.sessions,
             "timings": self.timings.to_dict(),
             "owners": [o.to_dict() for o in self.owners],
@@ -178,6 +193,7 @@ class RetentionJob:
         locks: LockRepository,
         plans: PlanBook,
         *,
+        stats: StatsRepository,
         batch_size: int = 1000,
         lease: float = 60.0,
         lock_wait: float = 0.0,
@@ -187,6 +203,7 @@ class RetentionJob:
         self._events = events
         self._attempts = attempts
         self._sessions = sessions
+        self._stats = stats
         self._locks = locks
         self._plans = plans
         self._batch_size = batch_size
@@ -240,7 +257,7 @@ class RetentionJob:
         report.duration = time.monotonic() - begun
         log.info(
             "retention_finished", dry_run=dry, events=report.events, attempts=report.attempts,
-            sessions=report.sessions, duration_seconds=round(report.duration, 3),
+            stats_days=report.stats_days, sessions=report.sessions, duration_seconds=round(report.duration, 3),
             **report.timings.to_dict(),
         )  # fmt: skip
         return report
@@ -283,10 +300,18 @@ class RetentionJob:
                         attempts=deleted_attempts, batch=timings.batches,
                     )  # fmt: skip
                     await self._renew(force=True)
-        owner = OwnerReport(username, plan_name, days, cutoff, events, attempts)
-        if events or attempts or dry:
+        stats_days = await self._stats_days(username, cutoff, dry=dry)
+        owner = OwnerReport(username, plan_name, days, cutoff, events, attempts, stats_days)
+        if events or attempts or stats_days or dry:
             log.info("retention_owner", dry_run=dry, **owner.to_dict())
         return owner
+
+    async def _stats_days(self, username: str, cutoff: datetime, *, dry: bool) -> int:
+        """The owner's days of stats entirely older than ``cutoff``: deleted, or counted."""
+        if not dry:
+            return await self._stats.delete_owner_days(username, cutoff)
+        first_kept = int(cutoff.timestamp()) // DAY
+        return sum(day < first_kept for day in await self._stats.owner_days(username))
 
     async def _batch(self, expired: ExpiredPage, timings: Timings, *, dry: bool) -> tuple[int, int]:
         """(events, attempts) deleted, or that would be, for one page."""
@@ -343,7 +368,8 @@ class RetentionJob:
 def build_job(db: Database, plans: PlanBook, settings: RetentionSettings) -> RetentionJob:
     return RetentionJob(
         UserRepository(db), EventRepository(db), AttemptRepository(db), SessionRepository(db),
-        LockRepository(db), plans, batch_size=settings.retention_batch_size,
+        LockRepository(db), plans, stats=StatsRepository(db),
+        batch_size=settings.retention_batch_size,
         lease=settings.retention_lease, lock_wait=settings.retention_lock_wait,
     )  # fmt: skip
 

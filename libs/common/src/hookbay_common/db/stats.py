@@ -259,6 +259,12 @@ class StatsRepository:
             for webhook_id, points in series.items()
         }
 
+    async def owner_days(self, username: str) -> list[int]:
+        """The UTC days (Unix seconds // ``DAY``) on which ``username`` has stats, oldest first
+        (one equality query on the hour documents, the days ``delete_owner_days`` goes by)."""
+        found = self._hours.find({"username": username}, {"day": 1})
+        return sorted({doc["day"] async for doc in found})
+
     async def delete_owner_days(self, username: str, before: datetime) -> int:
         """Delete the stats of ``username`` on the UTC days ending at or before ``before`` (a day
         is kept until all of it is older); returns the days deleted."""
