@@ -10,7 +10,7 @@ import re
 import tracemalloc
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from pymongo import AsyncMongoClient
 
 from hookbay_common.clock import isoformat, utcnow
 from hookbay_common.db.events import PAGE_SIZE, EventCursor
+from hookbay_common.db.stats import HOUR, Bucket, Counts
 from hookbay_common.errors import InvalidCursor
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
@@ -564,66 +565,89 @@ class TestLargeExport:
 
 
 class TestOverview:
-    async def test_figures_per_webhook_and_recent_events(self, dashboard: Dashboard) -> None:
+    async def test_figures_per_webhook_from_the_stats_and_recent_events(
+        self, dashboard: Dashboard
+    ) -> None:
+        """The counts are the stats of the current UTC hour and the 23 before it (a bucket 30
+        hours old is left out, another owner's never counted), one point per hour; the last
+        event's time and the newest events come from the event store."""
         owner, stranger = await dashboard.owner(), await dashboard.owner()
         busy = await hook_of(dashboard, owner, name="busy")
         quiet = await hook_of(dashboard, owner, name="quiet")
         idle = await hook_of(dashboard, owner, name="idle", active=False)
+        other = await hook_of(dashboard, stranger, name="busy")
         now = utcnow()
+        hour = int(now.timestamp()) // HOUR * HOUR
+        written = {
+            hour: Counts(received=5, rejected=2, delivered=3, failed=1, attempts=5, retried=1),
+            hour - 5 * HOUR: Counts(received=1, delivered=1, attempts=1),
+            hour - 30 * HOUR: Counts(received=100, delivered=100, attempts=100),
+        }
+        await dashboard.runtime.stats.write(
+            [Bucket(busy.id, owner.username, "hour", h, c) for h, c in written.items()]
+            + [Bucket(other.id, stranger.username, "hour", hour, Counts(received=9))]
+        )
         old = await store(dashboard, busy, [F, F], start=now - timedelta(hours=30))
         recent = await store(dashboard, busy, [S, S, S, F, P], start=now - timedelta(hours=2))
         quiet_events = await store(dashboard, quiet, [P], start=now - timedelta(hours=25))
-        await store(dashboard, await hook_of(dashboard, stranger), [S, S])
+        await store(dashboard, other, [S, S])
 
         response = await owner.client.get("/api/v1/overview")
+
         assert response.status_code == 200
         body = response.json()
-        assert body["webhooks"] == [
-            {
-                "name": "busy", "active": True,
-                "counts_24h": {"success": 3, "failed": 1, "pending": 1, "total": 5},
-                "success_rate_24h": 0.75, "last_event_at": isoformat(recent[-1].created_at),
-            },
-            {
-                "name": "idle", "active": False,
-                "counts_24h": {"success": 0, "failed": 0, "pending": 0, "total": 0},
-                "success_rate_24h": None, "last_event_at": None,
-            },
-            {
-                "name": "quiet", "active": True,
-                "counts_24h": {"success": 0, "failed": 0, "pending": 0, "total": 0},
-                "success_rate_24h": None,
-                "last_event_at": isoformat(quiet_events[-1].created_at),
-            },
-        ]  # fmt: skip
+        since = datetime.fromisoformat(body["stats_since"])
+        assert since.timestamp() % HOUR == 0
+        assert now - timedelta(hours=24) < since <= now - timedelta(hours=23)
+        rows = {row["name"]: row for row in body["webhooks"]}
+        assert list(rows) == ["busy", "idle", "quiet"]
+        assert rows["busy"]["stats_24h"] == {
+            "received": 6, "rejected": 2, "delivered": 4, "failed": 1, "retried": 1,
+            "replays": 0, "attempts": 6, "success_rate": 0.8,
+        }  # fmt: skip
+        assert rows["busy"]["counts_24h"] == {
+            "success": 4, "failed": 3, "pending": 0, "total": 8,
+        }  # fmt: skip
+        assert rows["busy"]["success_rate_24h"] == 0.8
+        assert (rows["busy"]["active"], rows["idle"]["active"]) == (True, False)
+        assert rows["busy"]["last_event_at"] == isoformat(recent[-1].created_at)
+        assert rows["quiet"]["last_event_at"] == isoformat(quiet_events[-1].created_at)
+        assert rows["idle"]["last_event_at"] is None
+        for row in rows.values():
+            starts = [datetime.fromisoformat(p["start"]) for p in row["hourly_24h"]]
+            assert starts == [since + timedelta(hours=h) for h in range(24)]
+        received = {
+            p["start"]: (p["received"], p["delivered"])
+            for p in rows["busy"]["hourly_24h"]
+            if p["received"]
+        }
+        assert received == {
+            isoformat(datetime.fromtimestamp(hour, UTC)): (5, 3),
+            isoformat(datetime.fromtimestamp(hour - 5 * HOUR, UTC)): (1, 1),
+        }
+        for name in ("quiet", "idle"):
+            assert set(rows[name]["stats_24h"].values()) == {0, None}
+            assert rows[name]["counts_24h"] == {"success": 0, "failed": 0, "pending": 0, "total": 0}
+            assert rows[name]["success_rate_24h"] is None
+            assert {p["received"] for p in rows[name]["hourly_24h"]} == {0}
         mine = [*old, *recent, *quiet_events]
         assert ids(body["recent_events"]) == newest_first(mine)[:10]
         assert set(body["recent_events"][0]) == SUMMARY_FIELDS
         assert idle.id not in {e["webhook_id"] for e in body["recent_events"]}
 
-    async def test_window_and_recent_events_across_pages(self, dashboard: Dashboard) -> None:
-        """Pages the window's start cuts are counted to the minute (24 hours ago, rounded down);
-        the newest page holding fewer than ten events, the page below completes the ten."""
+    async def test_recent_events_across_pages(self, dashboard: Dashboard) -> None:
+        """The newest page holding fewer than ten events, the page below completes the ten."""
         owner = await dashboard.owner()
         hook = await hook_of(dashboard, owner)
-        window_start = (utcnow() - timedelta(hours=24)).replace(second=0, microsecond=0)
-        # one page from 50 minutes before the window's start to 49 minutes after it
-        straddling = await store(
-            dashboard, hook, [S] * PAGE_SIZE, start=window_start - timedelta(minutes=50),
+        below = await store(
+            dashboard, hook, [S] * PAGE_SIZE, start=utcnow() - timedelta(hours=30),
             step=timedelta(minutes=1),
         )  # fmt: skip
         top = await store(dashboard, hook, [F] * 4, start=utcnow() - timedelta(minutes=5))
-        while True:  # asked again if a minute began meanwhile (the window moved by one)
-            body = (await owner.client.get("/api/v1/overview")).json()
-            if (utcnow() - timedelta(hours=24)).replace(second=0, microsecond=0) == window_start:
-                break
-            window_start += timedelta(minutes=1)
-        inside = sum(e.created_at >= window_start for e in straddling)
+        body = (await owner.client.get("/api/v1/overview")).json()
+        assert ids(body["recent_events"]) == newest_first([*below, *top])[:10]
         [row] = body["webhooks"]
-        assert row["counts_24h"] == {
-            "success": inside, "failed": 4, "pending": 0, "total": inside + 4,
-        }  # fmt: skip
-        assert ids(body["recent_events"]) == newest_first([*straddling, *top])[:10]
+        assert row["last_event_at"] == isoformat(top[-1].created_at)
 
     async def test_recent_events_stop_at_ten(self, dashboard: Dashboard) -> None:
         owner = await dashboard.owner()
@@ -631,5 +655,3 @@ class TestOverview:
         made = await store(dashboard, hook, [S] * 12)
         body = (await owner.client.get("/api/v1/overview")).json()
         assert ids(body["recent_events"]) == newest_first(made)[:10]
-        [row] = body["webhooks"]
-        assert (row["counts_24h"]["total"], row["success_rate_24h"]) == (12, 1.0)

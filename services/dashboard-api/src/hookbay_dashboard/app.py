@@ -31,6 +31,7 @@ from hookbay_dashboard.replays.routes import router as replays_router
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.spa import mount_spa
+from hookbay_dashboard.stats.routes import router as stats_router
 from hookbay_dashboard.tail.routes import router as tail_router
 from hookbay_dashboard.webhooks.routes import router as webhooks_router
 
@@ -171,7 +172,8 @@ def api_router() -> APIRouter:
         prefix=API_PREFIX, responses=ERROR_RESPONSES, dependencies=[Depends(refuse_unstorable_text)]
     )
     routers = [
-        auth_router, accounts_router, webhooks_router, tail_router, events_router, replays_router
+        auth_router, accounts_router, webhooks_router, tail_router, events_router, replays_router,
+        stats_router,
     ]  # fmt: skip
     for router in routers:
         api.include_router(router)

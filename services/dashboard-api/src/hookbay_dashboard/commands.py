@@ -27,6 +27,7 @@ def accounts_for(rt: Runtime) -> AccountService:
         AttemptRepository,
         EventRepository,
         SessionRepository,
+        StatsRepository,
         TokenRepository,
         UserRepository,
         WebhookRepository,
@@ -35,7 +36,7 @@ def accounts_for(rt: Runtime) -> AccountService:
 
     owner_data = OwnerData(
         WebhookRepository(rt.db, rt.box), EventRepository(rt.db), AttemptRepository(rt.db),
-        SessionRepository(rt.db),
+        SessionRepository(rt.db), StatsRepository(rt.db),
     )  # fmt: skip
     return AccountService(
         UserRepository(rt.db), TokenRepository(rt.db), rt.plans,
@@ -44,13 +45,14 @@ def accounts_for(rt: Runtime) -> AccountService:
 
 
 def webhooks_for(rt: Runtime) -> WebhookService:
-    from hookbay_common.db import UserRepository, WebhookRepository
+    from hookbay_common.db import StatsRepository, UserRepository, WebhookRepository
     from hookbay_dashboard.webhooks.service import WebhookService
 
     return WebhookService(
         WebhookRepository(rt.db, rt.box),
         UserRepository(rt.db),
         allow_private=rt.settings.allow_private_destinations,
+        stats=StatsRepository(rt.db),
         publisher=rt.config,
     )
 
@@ -265,7 +267,7 @@ def webhook_deactivate(state: CliState, username: str, name: str) -> None:
 @json_option
 @pass_state
 def webhook_delete(state: CliState, username: str, name: str) -> None:
-    """Delete a webhook (its events stay until retention removes them)."""
+    """Delete a webhook and its stats (its events stay until retention removes them)."""
 
     async def work(rt: Runtime) -> None:
         await webhooks_for(rt).delete(username, name)

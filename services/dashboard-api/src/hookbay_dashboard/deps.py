@@ -22,6 +22,7 @@ from hookbay_dashboard.events.service import EventService
 from hookbay_dashboard.replays.service import ReplayService
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.stats.service import StatsService
 from hookbay_dashboard.tail.service import TailService
 from hookbay_dashboard.webhooks.service import WebhookService
 
@@ -126,7 +127,9 @@ AdminUser = Annotated[Principal, Depends(require_admin)]
 
 
 def get_accounts(runtime: RuntimeDep) -> AccountService:
-    owner_data = OwnerData(runtime.webhooks, runtime.events, runtime.attempts, runtime.sessions)
+    owner_data = OwnerData(
+        runtime.webhooks, runtime.events, runtime.attempts, runtime.sessions, runtime.stats
+    )
     return AccountService(
         runtime.users, runtime.tokens, runtime.plans, sessions=runtime.sessions,
         publisher=runtime.config, owner_data=owner_data,
@@ -140,6 +143,7 @@ def get_webhooks(runtime: RuntimeDep) -> WebhookService:
     return WebhookService(
         runtime.webhooks, runtime.users,
         allow_private=runtime.settings.allow_private_destinations, publisher=runtime.config,
+        stats=runtime.stats,
     )  # fmt: skip
 
 
@@ -156,7 +160,7 @@ TailDep = Annotated[TailService, Depends(get_tail)]
 def get_events(runtime: RuntimeDep) -> EventService:
     return EventService(
         runtime.events, runtime.attempts, runtime.webhooks,
-        cursor_key=cursor_key(runtime.settings.secret_key.get_secret_value()),
+        cursor_key=cursor_key(runtime.settings.secret_key.get_secret_value()), stats=runtime.stats,
     )  # fmt: skip
 
 
@@ -171,3 +175,10 @@ def get_replays(runtime: RuntimeDep) -> ReplayService:
 
 
 ReplaysDep = Annotated[ReplayService, Depends(get_replays)]
+
+
+def get_stats(runtime: RuntimeDep) -> StatsService:
+    return StatsService(runtime.webhooks, runtime.stats)
+
+
+StatsDep = Annotated[StatsService, Depends(get_stats)]

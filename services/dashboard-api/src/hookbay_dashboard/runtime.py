@@ -15,6 +15,7 @@ from hookbay_common.db import (
     EventRepository,
     ReplayJobRepository,
     SessionRepository,
+    StatsRepository,
     TokenRepository,
     UserRepository,
     WebhookRepository,
@@ -69,6 +70,7 @@ class Runtime:
         self.webhooks = WebhookRepository(self.db, self.box)
         self.events = EventRepository(self.db)
         self.attempts = AttemptRepository(self.db)
+        self.stats = StatsRepository(self.db)
         self.tails = TailService(
             self.webhooks, self.events, poll_interval=settings.tail_poll_interval,
             registry=self.registry,

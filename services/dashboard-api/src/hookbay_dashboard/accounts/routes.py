@@ -73,7 +73,8 @@ async def update_user(
 
 @router.delete("/admin/users/{username}", status_code=status.HTTP_204_NO_CONTENT, tags=["admin"])
 async def delete_user(username: str, admin: AdminUser, accounts: AccountsDep) -> Response:
-    """Delete a user and everything of theirs (webhooks, tokens, sessions, events, attempts).
+    """Delete a user and everything of theirs (webhooks, tokens, sessions, stats, events,
+    attempts).
     Ingest answers 403 ``User not found`` for the owner once the change log delivers it. An admin
     cannot delete their own account (400)."""
     if username == admin.user.username:

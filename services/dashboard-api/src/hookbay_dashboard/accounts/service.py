@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from argon2 import PasswordHasher
 
@@ -12,6 +13,7 @@ from hookbay_common.db import (
     AttemptRepository,
     EventRepository,
     SessionRepository,
+    StatsRepository,
     TokenRepository,
     UserRepository,
     WebhookRepository,
@@ -24,6 +26,7 @@ from hookbay_common.plans import PlanBook
 from hookbay_common.secrets_box import hash_api_token, new_api_token
 
 MIN_PASSWORD_LENGTH = 8
+_END_OF_TIME = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class OwnerData:
     events: EventRepository
     attempts: AttemptRepository
     sessions: SessionRepository
+    stats: StatsRepository
 
 
 class AccountService:
@@ -99,7 +103,7 @@ class AccountService:
 
     async def delete_user(self, username: str) -> None:
         """Delete the account, then everything of the owner's: webhooks, tokens, sessions,
-        events and their attempts. The account goes first, so ingest refuses the owner's
+        stats, events and their attempts. The account goes first, so ingest refuses the owner's
         requests (403) from the moment it is published; the rest follows in batches (on the
         embedded store it takes time in proportion to the owner's events)."""
         if self._owner_data is None:
@@ -114,6 +118,7 @@ class AccountService:
                 await self._publisher.webhook_deleted(username, webhook.name)
         await self._tokens.delete_for_owner(username)
         await data.sessions.delete_for_owner(username)
+        await data.stats.delete_owner_days(username, _END_OF_TIME)
         await data.attempts.purge_owner(username)
         await data.events.purge_owner(username)
 

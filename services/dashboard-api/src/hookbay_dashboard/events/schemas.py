@@ -23,6 +23,7 @@ from hookbay_common.models import (
     body_to_text,
 )
 from hookbay_dashboard.schemas import Timestamp
+from hookbay_dashboard.stats.schemas import StatsCounters, StatsPoint
 
 
 class StatusFilter(StrEnum):
@@ -194,15 +195,32 @@ class EventCounts(BaseModel):
 
 
 class WebhookOverview(BaseModel):
+    """A webhook's last 24 hours, from the stats processor's hour buckets: the current UTC hour
+    and the 23 before it (``Overview.stats_since`` on)."""
+
     name: str
     active: bool
-    counts_24h: EventCounts = Field(description="Events that arrived in the last 24 hours.")
-    success_rate_24h: float | None = Field(
-        description="success / (success + failed) over the last 24 hours; null when both are 0."
+    stats_24h: StatsCounters = Field(description="The counters summed over the 24 hours.")
+    hourly_24h: list[StatsPoint] = Field(
+        description="One point per hour, oldest first, 24 of them (zeros included)."
     )
-    last_event_at: Timestamp | None
+    counts_24h: EventCounts = Field(
+        description="Deprecated (kept for earlier clients; read stats_24h): from the stats, "
+        "success = delivered, failed = failed + rejected, total = received + rejected, "
+        "pending = 0 (the stats count ended deliveries, not waiting events: "
+        "GET /webhooks/{name}/events/counts has the event list's counts by status).",
+        json_schema_extra={"deprecated": True},
+    )
+    success_rate_24h: float | None = Field(
+        description="stats_24h.success_rate: delivered / (delivered + failed) over the 24 "
+        "hours; null when no delivery chain ended."
+    )
+    last_event_at: Timestamp | None = Field(description="When the newest stored event arrived.")
 
 
 class Overview(BaseModel):
     webhooks: list[WebhookOverview] = Field(description="The owner's webhooks, by name.")
+    stats_since: Timestamp = Field(
+        description="Start of the webhooks' 24 hours (the first hourly point)."
+    )
     recent_events: list[EventSummary] = Field(description="The owner's 10 newest events.")

@@ -7,11 +7,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from hookbay_common.clock import utcnow
-from hookbay_common.db import AttemptRepository, EventCursor, EventRepository, WebhookRepository
+from hookbay_common.db import (
+    AttemptRepository,
+    EventCursor,
+    EventRepository,
+    StatsRepository,
+    WebhookRepository,
+)
+from hookbay_common.db.stats import HOUR, Counts, Point
 from hookbay_common.errors import EventNotFound, InvalidRequest
 from hookbay_common.models import Event, EventStatus, Webhook
 from hookbay_dashboard.events.cursor import decode_cursor, encode_cursor
@@ -25,8 +32,11 @@ from hookbay_dashboard.events.schemas import (
     StatusFilter,
     WebhookOverview,
 )
+from hookbay_dashboard.stats.schemas import StatsCounters, StatsPoint
+from hookbay_dashboard.stats.service import totals
 
-OVERVIEW_WINDOW: Final = timedelta(hours=24)
+OVERVIEW_HOURS: Final = 24
+"""The overview's stats: the current UTC hour and the 23 before it."""
 RECENT_EVENTS: Final = 10
 EXPORT_CHUNK_BYTES: Final = 64 * 1024
 """An export is written in chunks of about this size (or one event, when it is larger)."""
@@ -82,11 +92,13 @@ class EventService:
         webhooks: WebhookRepository,
         *,
         cursor_key: bytes,
+        stats: StatsRepository | None = None,
     ) -> None:
         self._events = events
         self._attempts = attempts
         self._webhooks = webhooks
         self._cursor_key = cursor_key
+        self._stats = stats
 
     async def page(
         self,
@@ -176,25 +188,27 @@ class EventService:
         return await self._events.count_for_webhook(webhook.id, status.status)
 
     async def overview(self, username: str) -> Overview:
-        """Per webhook (by name): the last 24 hours' counts and success rate, and when its
-        newest event arrived; plus the owner's newest events across webhooks. From the books
-        of each webhook's window (its newest books, down to the one the window begins in), the
-        per-minute counts of the pages the window's start cuts, and the newest events' ids its
-        counter keeps. The window starts on a whole minute (24 hours ago, rounded down), so no
-        page's heads are counted one by one."""
+        """Per webhook (by name): its stats over the current UTC hour and the 23 before it,
+        totals and one point per hour (from the stats processor's hour buckets: one query per
+        UTC day, whatever the number of events), and when its newest event arrived; plus the
+        owner's newest events across webhooks (from each webhook's newest book of pages)."""
+        if self._stats is None:
+            raise RuntimeError("EventService was built without stats")
+        now = utcnow()
+        first = (int(now.timestamp()) // HOUR - (OVERVIEW_HOURS - 1)) * HOUR
+        since = datetime.fromtimestamp(first, UTC)
         webhooks = await self._webhooks.list_for_owner(username)
-        since = (utcnow() - OVERVIEW_WINDOW).replace(second=0, microsecond=0)
-        summaries = await self._events.newest_summaries(username, since)
-        mine = {w.id: [s for s in summaries if s.webhook_id == w.id] for w in webhooks}
-        counted = await asyncio.gather(
-            *(self._events.counts_from(mine[w.id], since) for w in webhooks)
+        hourly, summaries = await asyncio.gather(
+            self._stats.owner_hours(username, since, since + timedelta(hours=OVERVIEW_HOURS)),
+            self._events.newest_summaries(username, now),
         )
-        rows = [
-            _webhook_overview(w, by_status, max((s.last_at for s in mine[w.id]), default=None))
-            for w, by_status in zip(webhooks, counted, strict=True)
-        ]
+        quiet = [Point(since + timedelta(hours=h), Counts()) for h in range(OVERVIEW_HOURS)]
+        newest = {s.webhook_id: s.last_at for s in sorted(summaries, key=lambda s: s.last_at)}
+        rows = [_webhook_overview(w, hourly.get(w.id, quiet), newest.get(w.id)) for w in webhooks]
         recent = (await self._events.recent_heads(username, summaries))[:RECENT_EVENTS]
-        return Overview(webhooks=rows, recent_events=[EventSummary.of(h) for h in recent])
+        return Overview(
+            webhooks=rows, stats_since=since, recent_events=[EventSummary.of(h) for h in recent]
+        )
 
     async def _owned_event(self, username: str, event_id: str) -> Event:
         event = await self._events.get(event_id)
@@ -232,14 +246,20 @@ def _counts(by_status: dict[EventStatus, int]) -> EventCounts:
 
 
 def _webhook_overview(
-    webhook: Webhook, by_status: dict[EventStatus, int], last: datetime | None
+    webhook: Webhook, points: list[Point], last: datetime | None
 ) -> WebhookOverview:
-    counts = _counts(by_status)
-    decided = counts.success + counts.failed
+    total = totals(points)
     return WebhookOverview(
         name=webhook.name,
         active=webhook.active,
-        counts_24h=counts,
-        success_rate_24h=counts.success / decided if decided else None,
+        counts_24h=EventCounts(
+            success=total.delivered,
+            failed=total.failed + total.rejected,
+            pending=0,
+            total=total.received + total.rejected,
+        ),
+        success_rate_24h=total.success_rate,
         last_event_at=last,
+        stats_24h=StatsCounters.of(total),
+        hourly_24h=[StatsPoint.of_point(p) for p in points],
     )

@@ -78,6 +78,8 @@ async def update_webhook(
 
 @router.delete("/webhooks/{name}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_webhook(name: str, principal: CurrentUser, webhooks: WebhooksDep) -> Response:
+    """Delete the webhook and its stats; its events stay until retention removes them
+    (reachable by id)."""
     await webhooks.delete(principal.username, name)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 

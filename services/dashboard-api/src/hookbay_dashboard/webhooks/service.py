@@ -9,7 +9,7 @@ from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
-from hookbay_common.db import UserRepository, WebhookRepository
+from hookbay_common.db import StatsRepository, UserRepository, WebhookRepository
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Webhook
@@ -30,10 +30,12 @@ class WebhookService:
         users: UserRepository,
         *,
         allow_private: bool,
+        stats: StatsRepository,
         publisher: ConfigPublisher | None = None,
     ) -> None:
         self._webhooks = webhooks
         self._users = users
+        self._stats = stats
         self._allow_private = allow_private
         self._publisher = publisher
 
@@ -94,11 +96,15 @@ class WebhookService:
 
     async def delete(self, username: str, name: str) -> None:
         """Delete the webhook (ingest answers 404 for it once the change log delivers the
-        deletion). Its events stay until retention removes them, reachable by id; a new webhook
-        with the same name starts empty."""
+        deletion), then its stats. Its events stay until retention removes them, reachable by
+        id; a new webhook with the same name starts empty (it has a new id). Buckets the stats
+        processor writes afterwards for events still in flight, or stats left by a deletion
+        that failed midway, go with the owner's retention."""
+        webhook = await self._webhooks.require(username, name)
         await self._webhooks.delete(username, name)
         if self._publisher is not None:
             await self._publisher.webhook_deleted(username, name)
+        await self._stats.delete_webhook(webhook.id, username)
 
     async def set_active(self, username: str, name: str, active: bool) -> Webhook:
         return await self._published(await self._webhooks.update(username, name, active=active))

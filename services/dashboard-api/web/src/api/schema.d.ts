@@ -37,7 +37,8 @@ export interface paths {
         post?: never;
         /**
          * Delete User
-         * @description Delete a user and everything of theirs (webhooks, tokens, sessions, events, attempts).
+         * @description Delete a user and everything of theirs (webhooks, tokens, sessions, stats, events,
+         *     attempts).
          *     Ingest answers 403 ``User not found`` for the owner once the change log delivers it. An admin
          *     cannot delete their own account (400).
          */
@@ -268,7 +269,11 @@ export interface paths {
         get: operations["get_webhook_api_v1_webhooks__name__get"];
         put?: never;
         post?: never;
-        /** Delete Webhook */
+        /**
+         * Delete Webhook
+         * @description Delete the webhook and its stats; its events stay until retention removes them
+         *     (reachable by id).
+         */
         delete: operations["delete_webhook_api_v1_webhooks__name__delete"];
         options?: never;
         head?: never;
@@ -467,6 +472,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/{name}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Webhook Stats
+         * @description What arrived and what delivery did, in totals and per bucket (every bucket of the span,
+         *     zeros included), from the stream-computed stats: received, rejected, delivered, failed,
+         *     retried, replays, attempts, success rate, destination latency (mean, p50/p95/p99 from a
+         *     histogram) and answer classes. Buckets start at whole multiples of their size in UTC; the
+         *     span is widened to whole buckets. 422 for a window with `since`, `until` not after `since`,
+         *     more than 1,500 buckets, or minute-sized buckets over more than 48 hours.
+         */
+        get: operations["webhook_stats_api_v1_webhooks__name__stats_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -524,6 +554,36 @@ export interface components {
          * @enum {string}
          */
         BodyEncoding: "utf8" | "base64";
+        /** BucketRead */
+        BucketRead: {
+            label: components["schemas"]["BucketSize"];
+            /** Seconds */
+            seconds: number;
+        };
+        /**
+         * BucketSize
+         * @description A bucket of the series. Buckets start at whole multiples of their size in UTC (a day at
+         *     00:00 UTC, 3 h at 00:00, 03:00, ... UTC).
+         * @enum {string}
+         */
+        BucketSize: "1m" | "5m" | "15m" | "30m" | "1h" | "3h" | "6h" | "12h" | "1d";
+        /**
+         * CodeClasses
+         * @description Attempts per answer class; ``error``: no HTTP answer (timeout, refused, TLS) or an odd
+         *     status code.
+         */
+        CodeClasses: {
+            /** 2Xx */
+            "2xx": number;
+            /** 3Xx */
+            "3xx": number;
+            /** 4Xx */
+            "4xx": number;
+            /** 5Xx */
+            "5xx": number;
+            /** Error */
+            error: number;
+        };
         /** EventCounts */
         EventCounts: {
             /** Failed */
@@ -704,6 +764,36 @@ export interface components {
             /** Webhook Name */
             webhook_name: string;
         };
+        /** LatencyBin */
+        LatencyBin: {
+            /** Count */
+            count: number;
+            /**
+             * Le Ms
+             * @description Upper bound of the bin (inclusive), ms; null: the last bin, everything slower than the largest bound.
+             */
+            le_ms: number | null;
+        };
+        /**
+         * LatencyStats
+         * @description Destination latency of the attempts that got an answer or timed out. Quantiles are read
+         *     from the histogram: the upper bound of the bin the quantile falls in (the last bin answers
+         *     its lower bound).
+         */
+        LatencyStats: {
+            /** Count */
+            count: number;
+            /** Histogram */
+            histogram: components["schemas"]["LatencyBin"][];
+            /** Mean Ms */
+            mean_ms: number | null;
+            /** P50 Ms */
+            p50_ms: number | null;
+            /** P95 Ms */
+            p95_ms: number | null;
+            /** P99 Ms */
+            p99_ms: number | null;
+        };
         /** LoginRequest */
         LoginRequest: {
             /** Password */
@@ -737,6 +827,12 @@ export interface components {
              * @description The owner's 10 newest events.
              */
             recent_events: components["schemas"]["EventSummary"][];
+            /**
+             * Stats Since
+             * Format: date-time
+             * @description Start of the webhooks' 24 hours (the first hourly point).
+             */
+            stats_since: string;
             /**
              * Webhooks
              * @description The owner's webhooks, by name.
@@ -828,6 +924,164 @@ export interface components {
          * @enum {string}
          */
         Role: "user" | "admin";
+        /**
+         * StatsCounters
+         * @description What happened to the webhook's events in a span (delivery chains and attempts are counted
+         *     at the time of their attempts, events at their arrival).
+         */
+        StatsCounters: {
+            /**
+             * Attempts
+             * @description Delivery attempts, retries and replays included.
+             */
+            attempts: number;
+            /**
+             * Delivered
+             * @description Delivery chains that ended with a 2xx.
+             */
+            delivered: number;
+            /**
+             * Failed
+             * @description Delivery chains that ended failed (retries exhausted or a non-retryable answer).
+             */
+            failed: number;
+            /**
+             * Received
+             * @description Events accepted (answered 200).
+             */
+            received: number;
+            /**
+             * Rejected
+             * @description Events refused for their signature (answered 401).
+             */
+            rejected: number;
+            /**
+             * Replays
+             * @description Replay chains started.
+             */
+            replays: number;
+            /**
+             * Retried
+             * @description Attempts that were retries.
+             */
+            retried: number;
+            /**
+             * Success Rate
+             * @description delivered / (delivered + failed); null when no chain ended.
+             */
+            success_rate: number | null;
+        };
+        /**
+         * StatsPoint
+         * @description One bucket of the series; a bucket without activity is all zeros.
+         */
+        StatsPoint: {
+            /**
+             * Attempts
+             * @description Delivery attempts, retries and replays included.
+             */
+            attempts: number;
+            /**
+             * Delivered
+             * @description Delivery chains that ended with a 2xx.
+             */
+            delivered: number;
+            /**
+             * Failed
+             * @description Delivery chains that ended failed (retries exhausted or a non-retryable answer).
+             */
+            failed: number;
+            /**
+             * Latency Mean Ms
+             * @description Mean destination latency of the bucket's attempts; null without any.
+             */
+            latency_mean_ms: number | null;
+            /**
+             * Received
+             * @description Events accepted (answered 200).
+             */
+            received: number;
+            /**
+             * Rejected
+             * @description Events refused for their signature (answered 401).
+             */
+            rejected: number;
+            /**
+             * Replays
+             * @description Replay chains started.
+             */
+            replays: number;
+            /**
+             * Retried
+             * @description Attempts that were retries.
+             */
+            retried: number;
+            /**
+             * Start
+             * Format: date-time
+             */
+            start: string;
+            /**
+             * Success Rate
+             * @description delivered / (delivered + failed); null when no chain ended.
+             */
+            success_rate: number | null;
+        };
+        /**
+         * StatsTotals
+         * @description The counters over the whole span, with latency and answer classes.
+         */
+        StatsTotals: {
+            /**
+             * Attempts
+             * @description Delivery attempts, retries and replays included.
+             */
+            attempts: number;
+            codes: components["schemas"]["CodeClasses"];
+            /**
+             * Delivered
+             * @description Delivery chains that ended with a 2xx.
+             */
+            delivered: number;
+            /**
+             * Failed
+             * @description Delivery chains that ended failed (retries exhausted or a non-retryable answer).
+             */
+            failed: number;
+            latency: components["schemas"]["LatencyStats"];
+            /**
+             * Received
+             * @description Events accepted (answered 200).
+             */
+            received: number;
+            /**
+             * Rejected
+             * @description Events refused for their signature (answered 401).
+             */
+            rejected: number;
+            /**
+             * Replays
+             * @description Replay chains started.
+             */
+            replays: number;
+            /**
+             * Retried
+             * @description Attempts that were retries.
+             */
+            retried: number;
+            /**
+             * Success Rate
+             * @description delivered / (delivered + failed); null when no chain ended.
+             */
+            success_rate: number | null;
+        };
+        /**
+         * StatsWindow
+         * @description A window ending now (or at ``until``): the last hour in minutes, the last day or week in
+         *     hours.
+         * @enum {string}
+         */
+        StatsWindow: "1h" | "24h" | "7d";
         /**
          * StatusFilter
          * @description The list filter: ``all`` every event, the others only their status.
@@ -944,19 +1198,36 @@ export interface components {
             /** Secret */
             secret?: string | null;
         };
-        /** WebhookOverview */
+        /**
+         * WebhookOverview
+         * @description A webhook's last 24 hours, from the stats processor's hour buckets: the current UTC hour
+         *     and the 23 before it (``Overview.stats_since`` on).
+         */
         WebhookOverview: {
             /** Active */
             active: boolean;
-            /** @description Events that arrived in the last 24 hours. */
+            /**
+             * @deprecated
+             * @description Deprecated (kept for earlier clients; read stats_24h): from the stats, success = delivered, failed = failed + rejected, total = received + rejected, pending = 0 (the stats count ended deliveries, not waiting events: GET /webhooks/{name}/events/counts has the event list's counts by status).
+             */
             counts_24h: components["schemas"]["EventCounts"];
-            /** Last Event At */
+            /**
+             * Hourly 24H
+             * @description One point per hour, oldest first, 24 of them (zeros included).
+             */
+            hourly_24h: components["schemas"]["StatsPoint"][];
+            /**
+             * Last Event At
+             * @description When the newest stored event arrived.
+             */
             last_event_at: string | null;
             /** Name */
             name: string;
+            /** @description The counters summed over the 24 hours. */
+            stats_24h: components["schemas"]["StatsCounters"];
             /**
              * Success Rate 24H
-             * @description success / (success + failed) over the last 24 hours; null when both are 0.
+             * @description stats_24h.success_rate: delivered / (delivered + failed) over the 24 hours; null when no delivery chain ended.
              */
             success_rate_24h: number | null;
         };
@@ -992,6 +1263,36 @@ export interface components {
             url: string;
             /** Username */
             username: string;
+        };
+        /**
+         * WebhookStats
+         * @description The webhook's stats over whole buckets from ``since`` to ``until``.
+         */
+        WebhookStats: {
+            bucket: components["schemas"]["BucketRead"];
+            /**
+             * Series
+             * @description Every bucket from since to until, oldest first, zeros included.
+             */
+            series: components["schemas"]["StatsPoint"][];
+            /**
+             * Since
+             * Format: date-time
+             * @description Start of the first bucket.
+             */
+            since: string;
+            totals: components["schemas"]["StatsTotals"];
+            /**
+             * Until
+             * Format: date-time
+             * @description End of the last bucket (later than now when the last bucket is the current one).
+             */
+            until: string;
+            /**
+             * Webhook
+             * @description The webhook's name.
+             */
+            webhook: string;
         };
         /**
          * WebhookUpdate
@@ -4285,6 +4586,133 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReplayJobRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    webhook_stats_api_v1_webhooks__name__stats_get: {
+        parameters: {
+            query?: {
+                /** @description A window ending now (or at `until`): `1h` in 1-minute buckets, `24h` and `7d` in 1-hour buckets. The default (`24h`) when `since` is not given; not with `since`. */
+                window?: components["schemas"]["StatsWindow"] | null;
+                /** @description Start of a date range (ISO 8601 with an offset), instead of window. */
+                since?: string | null;
+                /** @description End of the window or range (ISO 8601 with an offset); now by default. */
+                until?: string | null;
+                /** @description Bucket size. Default: the window's, or for a range the smallest that gives at most 1,500 buckets. Minute-sized buckets (1m to 30m) cover at most 48 hours. */
+                bucket?: components["schemas"]["BucketSize"] | null;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookStats"];
                 };
             };
             /** @description Invalid request (bad parameter, cursor or value) */
