@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Browser, Page, expect
 
+from hookbay_common.clock import utcnow
 from tests.browser.conftest import PASSWORD, SCREENSHOTS, Owner, Stack
+from tests.browser.test_stats import counts, seed_stats
 from tests.support.receiver import Reply
 
 AXE = Axe()
@@ -30,7 +33,8 @@ async def serious_findings(page: Page) -> list[str]:
 
 
 async def demo_data(stack: Stack) -> tuple[Owner, dict[str, Any], str]:
-    """An admin with a webhook holding events of every kind; the id of a JSON event."""
+    """An admin with a webhook holding events of every kind and a day of stats; the id of a
+    JSON event."""
     owner = await stack.owner(admin=True)
     secret = "accessibility-test-secret"
     hook = await stack.webhook(
@@ -47,6 +51,17 @@ async def demo_data(stack: Stack) -> tuple[Owner, dict[str, Any], str]:
     ]
     for request_id in sent:
         await stack.event(request_id)
+    now = utcnow()
+    await seed_stats(
+        stack.db, hook,
+        {
+            now - timedelta(hours=h, minutes=1): counts(
+                received=4 + h % 3, delivered=3 + h % 2, failed=int(h % 4 == 0), attempts=5,
+                retried=1, latencies=(40, 120, 900),
+            )
+            for h in range(0, 24, 2)
+        },
+    )  # fmt: skip
     json_event = await stack.event(sent[0])
     return owner, hook, json_event.id
 
@@ -68,6 +83,7 @@ async def test_every_screen_has_no_serious_finding(
         ("overview", "/", "Newest events"),
         ("webhooks", "/webhooks", "New webhook"),
         ("events", f"/webhooks/{name}/events", "Request ID"),
+        ("events-last-hour", f"/webhooks/{name}/events?window=1h", "Delivery stats"),
         ("event-detail", f"/events/{event_id}", "Delivery attempts"),
         ("bulk-replay", f"/webhooks/{name}/replay", "will be delivered again"),
         ("tokens", "/tokens", "Create token"),
@@ -87,6 +103,8 @@ async def test_every_screen_has_no_serious_finding(
             assert await page.evaluate("document.documentElement.dataset.theme") == theme
             if screen == "events":
                 await expect(page.get_by_role("link", name=re.compile("req_"))).to_have_count(5)
+            if screen in {"overview", "events", "events-last-hour"}:  # the stats are drawn
+                await expect(page.get_by_test_id("sparkline").first).to_be_visible()
             findings[screen] = await serious_findings(page)
             if os.environ.get("HOOKBAY_SCREENSHOTS") == "1":
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)

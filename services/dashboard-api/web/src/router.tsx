@@ -71,6 +71,8 @@ const webhooksRoute = createRoute({
 });
 export type EventsSearch = {
   status?: StatusFilter;
+  /** The stats panel's window; 24 h when absent. */
+  window?: "1h" | "7d";
   since?: string;
   until?: string;
   q?: string;
@@ -84,6 +86,7 @@ const eventsRoute = createRoute({
       s.status === "success" || s.status === "failed" || s.status === "pending"
         ? s.status
         : undefined,
+    window: s.window === "1h" || s.window === "7d" ? s.window : undefined,
     since: isoTime(s.since),
     until: isoTime(s.until),
     q: text(s.q),

@@ -1,6 +1,6 @@
 import { queryOptions } from "@tanstack/react-query";
 import { api, call, getJson, setCsrfToken } from "./client";
-import type { Counts, Me, Overview, Webhook } from "./types";
+import type { Counts, Me, Overview, StatsWindow, Webhook, WebhookStats } from "./types";
 
 export const meQuery = queryOptions({
   queryKey: ["me"],
@@ -20,9 +20,21 @@ export const webhooksQuery = queryOptions({
 
 export const overviewQuery = queryOptions({
   queryKey: ["overview"],
-  queryFn: () => getJson<Overview>("/api/v1/overview"),
+  queryFn: (): Promise<Overview> => call(() => api.GET("/api/v1/overview")),
   refetchInterval: 15_000,
 });
+
+/** A webhook's delivery stats over a window ending now (totals and one point per bucket). */
+export function statsQuery(name: string, window: StatsWindow) {
+  return queryOptions({
+    queryKey: ["stats", name, window],
+    queryFn: (): Promise<WebhookStats> =>
+      call(() =>
+        api.GET("/api/v1/webhooks/{name}/stats", { params: { path: { name }, query: { window } } }),
+      ),
+    refetchInterval: 15_000,
+  });
+}
 
 export function eventQuery(id: string) {
   return queryOptions({

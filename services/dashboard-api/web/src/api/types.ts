@@ -21,10 +21,12 @@ export type EventPage = { items: EventSummary[]; next_cursor: string | null };
 
 export type Counts = S["EventCounts"];
 
-export type WebhookOverview = S["WebhookOverview"] & {
-  /** Hourly event counts of the last 24 h, oldest first (once the API sends them). */
-  buckets_24h?: number[];
-};
-export type Overview = { webhooks: WebhookOverview[]; recent_events: EventSummary[] };
+export type WebhookOverview = S["WebhookOverview"];
+export type Overview = S["Overview"];
+
+export type WebhookStats = S["WebhookStats"];
+export type StatsPoint = S["StatsPoint"];
+export type StatsWindow = S["StatsWindow"];
+export type LatencyStats = S["LatencyStats"];
 
 export type ReplayPreview = S["ReplayPreview"];

@@ -185,29 +185,68 @@ export function Empty({ children }: { children: ReactNode }) {
   );
 }
 
-/** Hourly counts as bars, with the numbers as its text alternative. */
-export function Sparkline({ buckets, label }: { buckets: number[]; label: string }) {
-  const max = Math.max(1, ...buckets);
-  const width = buckets.length * 4;
+type SparkPoint = { delivered: number; failed: number };
+
+/** Delivered (bars up, ▲) against failed (bars down, ▼) per bucket, oldest first: told apart
+ * by direction and the legend, not colour alone; the numbers are its text alternative. */
+export function Sparkline({
+  points,
+  label,
+  unit,
+}: {
+  points: SparkPoint[];
+  label: string;
+  unit: string;
+}) {
+  const max = Math.max(1, ...points.flatMap((p) => [p.delivered, p.failed]));
+  const step = 3;
+  const width = Math.max(points.length * step, 1);
+  const half = 15;
+  const delivered = points.map((p) => p.delivered);
+  const failed = points.map((p) => p.failed);
+  const quiet = delivered.every((n) => n === 0) && failed.every((n) => n === 0);
+  const text = quiet
+    ? `${label}: nothing delivered or failed`
+    : `${label}, per ${unit}, oldest first: delivered ${delivered.join(", ")}; failed ${failed.join(", ")}`;
   return (
-    <svg
-      role="img"
-      aria-label={`${label}: ${buckets.join(", ")} events per hour`}
-      width={width}
-      height={24}
-      viewBox={`0 0 ${width} 24`}
-    >
-      {buckets.map((n, hour) => (
-        <rect
-          key={`hour-${hour.toString()}`}
-          x={hour * 4}
-          y={24 - (n / max) * 24}
-          width={3}
-          height={(n / max) * 24}
-          className="fill-accent"
-        />
-      ))}
-    </svg>
+    <span className="inline-flex items-center gap-2">
+      <svg
+        role="img"
+        aria-label={text}
+        viewBox={`0 0 ${width} ${half * 2 + 1}`}
+        preserveAspectRatio="none"
+        className="h-8 w-48"
+        data-testid="sparkline"
+      >
+        <rect x={0} y={half} width={width} height={1} className="fill-line" />
+        {points.map((p, i) => (
+          <g key={`b-${i.toString()}`}>
+            {p.delivered > 0 && (
+              <rect
+                x={i * step}
+                y={half - (p.delivered / max) * half}
+                width={step - 1}
+                height={(p.delivered / max) * half}
+                className="fill-ok"
+              />
+            )}
+            {p.failed > 0 && (
+              <rect
+                x={i * step}
+                y={half + 1}
+                width={step - 1}
+                height={(p.failed / max) * half}
+                className="fill-bad"
+              />
+            )}
+          </g>
+        ))}
+      </svg>
+      <span aria-hidden="true" className="flex flex-col text-xs leading-tight">
+        <span className="text-ok">▲ delivered</span>
+        <span className="text-bad">▼ failed</span>
+      </span>
+    </span>
   );
 }
 

@@ -37,6 +37,28 @@ export function bytes(n: number | undefined | null): string {
   return `${(n / 1_000_000).toFixed(1)} MB`;
 }
 
+/** A duration in milliseconds: "250 ms", "2.5 s"; "—" for none. */
+export function millis(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return "—";
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+}
+
+/** A latency quantile read from the stats' histogram: at most the bound of its bin ("≤ 250 ms"),
+ * or "> 10 s" when it falls in the last bin, which has no upper bound. */
+export function quantile(
+  value: number | null,
+  q: number,
+  latency: { count: number; histogram: { le_ms: number | null; count: number }[] },
+): string {
+  if (value === null) return "—";
+  const last = latency.histogram[latency.histogram.length - 1];
+  const slowest = latency.histogram[latency.histogram.length - 2]?.le_ms ?? value;
+  if (last && last.le_ms === null && latency.count - last.count < q * latency.count) {
+    return `> ${millis(slowest)}`;
+  }
+  return `≤ ${millis(value)}`;
+}
+
 export function percent(rate: number | null | undefined): string {
   return rate === null || rate === undefined ? "—" : `${(rate * 100).toFixed(1)} %`;
 }

@@ -10,6 +10,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { api, call, getJson } from "../api/client";
 import { countsQuery } from "../api/queries";
 import type { EventPage, EventSummary, StatusFilter } from "../api/types";
+import { StatsPanel } from "../components/StatsPanel";
 import {
   Button,
   Confirm,
@@ -269,6 +270,7 @@ export function Events() {
           </a>
         </div>
       </div>
+      <StatsPanel name={name} window={search.window ?? "24h"} />
       <div role="tablist" aria-label="Status" className="flex gap-1 border-b border-line">
         {TABS.map((status) => (
           <Link
@@ -347,7 +349,7 @@ export function Events() {
           <Button
             onClick={() => {
               setQ("");
-              navigate({ search: (prev) => ({ status: prev.status }) });
+              navigate({ search: (prev) => ({ status: prev.status, window: prev.window }) });
             }}
           >
             Clear filters

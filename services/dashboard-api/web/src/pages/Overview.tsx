@@ -4,11 +4,24 @@ import { overviewQuery } from "../api/queries";
 import { Empty, ErrorText, Loading, Sparkline, StatusBadge, Time } from "../components/ui";
 import { ago, percent } from "../lib/format";
 
+type Figure = {
+  key: "received" | "delivered" | "failed" | "rejected";
+  label: string;
+  status?: "success" | "failed";
+  says: string;
+};
+const FIGURES: Figure[] = [
+  { key: "received", label: "Received", says: "events received" },
+  { key: "delivered", label: "Delivered", status: "success", says: "deliveries succeeded" },
+  { key: "failed", label: "Failed", status: "failed", says: "deliveries failed" },
+  { key: "rejected", label: "Rejected", status: "failed", says: "events rejected (signature)" },
+];
+
 export function Overview() {
   const { data, error, isPending } = useQuery(overviewQuery);
-  const since = new Date(Date.now() - 24 * 3600 * 1000).toISOString().replace(/\.\d+Z$/, "Z");
   if (isPending) return <Loading what="the overview" />;
   if (error) return <ErrorText error={error} />;
+  const since = data.stats_since;
   return (
     <div className="space-y-8">
       <h1 className="text-2xl font-semibold">Overview</h1>
@@ -33,32 +46,32 @@ export function Overview() {
                   <span className="rounded border border-line px-1.5 text-xs">
                     {hook.active ? "Active" : "Inactive"}
                   </span>
-                  {hook.buckets_24h && (
-                    <span className="ml-auto">
-                      <Sparkline buckets={hook.buckets_24h} label={`${hook.name}, last 24 hours`} />
-                    </span>
-                  )}
                 </div>
-                <dl className="grid grid-cols-3 gap-2 text-sm">
-                  {(["success", "failed", "pending"] as const).map((status) => (
-                    <div key={status}>
-                      <dt>
-                        <StatusBadge status={status} />
-                      </dt>
+                <dl className="grid grid-cols-4 gap-2 text-sm">
+                  {FIGURES.map((figure) => (
+                    <div key={figure.key}>
+                      <dt className="text-muted">{figure.label}</dt>
                       <dd>
                         <Link
                           to="/webhooks/$name/events"
                           params={{ name: hook.name }}
-                          search={{ status, since }}
-                          aria-label={`${hook.counts_24h[status]} ${status} events of ${hook.name} in the last 24 hours`}
+                          search={{ status: figure.status, since }}
+                          aria-label={`${hook.stats_24h[figure.key]} ${figure.says} for ${hook.name} in the last 24 hours`}
                         >
-                          {hook.counts_24h[status]}
+                          {hook.stats_24h[figure.key]}
                         </Link>
                       </dd>
                     </div>
                   ))}
                 </dl>
-                <p className="mt-2 text-sm text-muted">
+                <div className="mt-2">
+                  <Sparkline
+                    points={hook.hourly_24h}
+                    label={`${hook.name}, last 24 hours`}
+                    unit="hour"
+                  />
+                </div>
+                <p className="mt-1 text-sm text-muted">
                   Success rate {percent(hook.success_rate_24h)} · last event{" "}
                   {hook.last_event_at ? (
                     <time dateTime={hook.last_event_at}>{ago(hook.last_event_at)}</time>
