@@ -1,4 +1,4 @@
-"""Real service processes for tests — ``python -m hookbay_forwarder forwarder|recorder`` and
+"""Real service processes for tests — ``python -m hookbay_forwarder forwarder|recorder|stats`` and
 ``python -m hookbay_dashboard`` — and a deadline-bound poll for conditions they bring about."""
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from tests.support.waiting import until
 COMMANDS = {
     "forwarder": [sys.executable, "-m", "hookbay_forwarder", "forwarder"],
     "recorder": [sys.executable, "-m", "hookbay_forwarder", "recorder"],
+    "stats": [sys.executable, "-m", "hookbay_forwarder", "stats"],
     "dashboard": [sys.executable, "-m", "hookbay_dashboard"],
     "ingest": [sys.executable, "-m", "hookbay_ingest"],
 }
 LISTEN_VARIABLES = {  # (port, host) of what answers /healthz, /readyz and /metrics
     "forwarder": ("HOOKBAY_FORWARDER_METRICS_PORT", "HOOKBAY_OPS_HOST"),
     "recorder": ("HOOKBAY_RECORDER_METRICS_PORT", "HOOKBAY_OPS_HOST"),
+    "stats": ("HOOKBAY_STATS_METRICS_PORT", "HOOKBAY_OPS_HOST"),
     "dashboard": ("HOOKBAY_DASHBOARD_PORT", "HOOKBAY_DASHBOARD_HOST"),
     "ingest": ("HOOKBAY_INGEST_PORT", "HOOKBAY_INGEST_HOST"),
 }

@@ -42,10 +42,14 @@ class TestTopics:
         assert [spec.name for spec in specs] == [
             "ns.events", "ns.attempts", "ns.events.dlq", "ns.replays",
             "ns.retry.10s", "ns.retry.1m", "ns.retry.500ms", "ns.retry.6h", "ns.config",
+            "ns.stats.facts", "ns.stats.buckets-changelog",
         ]  # fmt: skip
-        *data, config = specs
+        *data, config, facts, changelog = specs
         assert all(s.config["max.message.bytes"] == str(MAX_MESSAGE_BYTES) for s in data)
         assert (config.config["cleanup.policy"], config.partitions) == ("compact", 1)
+        # the changelog is partitioned like the facts it is kept from (the installation's default)
+        assert (facts.partitions, changelog.partitions) == (None, None)
+        assert changelog.config["cleanup.policy"] == "compact"
 
     @pytest.mark.parametrize(
         ("seconds", "label"),
@@ -96,7 +100,7 @@ class TestEnsureTopics:
 
     async def test_hookbay_topics(self, kafka_bootstrap: str) -> None:
         specs = Topics(f"test.{unique_name()}").specs([1.0, 2.0])
-        assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 7
+        assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 9
         assert await ensure_topics(kafka_bootstrap, partitions=6, specs=specs) == []
 
     async def test_configured_replication_factor_reaches_the_broker(

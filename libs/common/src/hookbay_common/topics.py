@@ -70,6 +70,17 @@ class Topics:
         ``user:{username}`` / ``webhook:{username}/{name}``; compacted (see ``configlog``)."""
         return f"{self.namespace}.config"
 
+    @property
+    def stats_facts(self) -> str:
+        """What each event and attempt adds to its webhook's stats, keyed by webhook id: the
+        stats processor's repartition of events (keyed by owner) and attempts (by event id)."""
+        return f"{self.namespace}.stats.facts"
+
+    @property
+    def stats_changelog(self) -> str:
+        """The stats processor's open buckets (its faust table's changelog; compacted)."""
+        return f"{self.namespace}.stats.buckets-changelog"
+
     def retry(self, delay: float) -> str:
         """The delay tier holding retries due ``delay`` seconds after they were scheduled."""
         return f"{self.namespace}.retry.{format_delay(delay)}"
@@ -85,7 +96,11 @@ class Topics:
         """Every topic with its configuration, including one tier per distinct retry delay."""
         names = [self.events, self.attempts, self.events_dlq, self.replays]
         names += sorted({self.retry(d) for d in retry_delays})
-        return [TopicSpec(name, dict(_LARGE)) for name in names] + [self.config_spec()]
+        return [TopicSpec(name, dict(_LARGE)) for name in names] + [
+            self.config_spec(),
+            TopicSpec(self.stats_facts),
+            TopicSpec(self.stats_changelog, dict(_COMPACTED)),
+        ]
 
     def config_spec(self) -> TopicSpec:
         """The change log: compacted (the latest record per key is kept forever), one partition

@@ -88,6 +88,12 @@ def decode_event(value: bytes) -> Event:
         raise WireError(f"invalid {EVENT_SCHEMA} message: {exc}") from None
 
 
+def peek_event(value: bytes) -> dict[str, Any]:
+    """An event's fields as sent, unvalidated (``created_at`` in Unix milliseconds): for readers
+    that count events and need a few fields, not the model (``decode_event`` costs ~10x more)."""
+    return _unpack(EVENT_SCHEMA, value)
+
+
 def encode_task(task: DeliveryTask) -> bytes:
     fields = task.model_dump(mode="python", exclude={"event"})
     fields["event"] = _event_to_fields(task.event)
@@ -111,6 +117,11 @@ def encode_attempt(attempt: Attempt) -> bytes:
     if attempt.next_retry_at is not None:
         fields["next_retry_at"] = _datetime_to_wire(attempt.next_retry_at)
     return _pack(ATTEMPT_SCHEMA, fields)
+
+
+def peek_attempt(value: bytes) -> dict[str, Any]:
+    """An attempt's fields as sent, unvalidated (``started_at`` in Unix milliseconds)."""
+    return _unpack(ATTEMPT_SCHEMA, value)
 
 
 def decode_attempt(value: bytes) -> Attempt:

@@ -1,4 +1,4 @@
-"""``python -m hookbay_forwarder [forwarder|recorder]``: run one of the two processes.
+"""``python -m hookbay_forwarder [forwarder|recorder|stats]``: run one of the three processes.
 
 SIGTERM/SIGINT: stop reading, let in-flight attempts finish (``HOOKBAY_SHUTDOWN_GRACE``),
 hand back the rest uncommitted, commit what is done, flush the producer, exit 0. Exit 3: the
@@ -20,10 +20,12 @@ from hookbay_common.logs import configure_logging
 from hookbay_forwarder.app import Forwarder, Process, Recorder
 from hookbay_forwarder.ops import create_ops_app, create_ops_server
 from hookbay_forwarder.settings import ForwarderSettings
+from hookbay_forwarder.stats import StatsProcessor
 
 ROLES: dict[str, Callable[[ForwarderSettings], Process]] = {
     "forwarder": Forwarder,
     "recorder": Recorder,
+    "stats": StatsProcessor,
 }
 
 
@@ -48,7 +50,7 @@ async def serve(make: Callable[[], Process], host: str, port: int) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv) or ["forwarder"]
     if len(args) != 1 or args[0] not in ROLES:
-        print("usage: python -m hookbay_forwarder [forwarder|recorder]", file=sys.stderr)  # noqa: T201
+        print("usage: python -m hookbay_forwarder [forwarder|recorder|stats]", file=sys.stderr)  # noqa: T201
         sys.exit(2)
     role = args[0]
     try:
@@ -57,9 +59,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"hookbay-{role}: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
     configure_logging(settings.log_level, service=role)
-    port = (
-        settings.forwarder_metrics_port if role == "forwarder" else settings.recorder_metrics_port
-    )
+    port = {
+        "forwarder": settings.forwarder_metrics_port,
+        "recorder": settings.recorder_metrics_port,
+        "stats": settings.stats_metrics_port,
+    }[role]
     make = functools.partial(ROLES[role], settings)
     sys.exit(uvloop.run(serve(make, settings.ops_host, port)))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 
 from hookbay_common.settings import Settings
@@ -11,6 +13,15 @@ class ForwarderSettings(Settings):
     forwarder_metrics_port: int = Field(default=9101, ge=0, le=65535)
     """``/healthz``, ``/readyz`` and ``/metrics`` of the forwarder (0: any free port)."""
     recorder_metrics_port: int = Field(default=9102, ge=0, le=65535)
+    stats_metrics_port: int = Field(default=9103, ge=0, le=65535)
+    stats_grace: float = Field(default=120.0, ge=0, le=86_400)
+    """Seconds after its minute ends that a late event or attempt still counts in the stats
+    (event time, measured against the newest time the processor has seen); later ones are
+    dropped and counted in ``hookbay_stats_late_records_total``."""
+    stats_data_dir: Path = Path("/tmp/hookbay-stats")  # noqa: S108 - a tmpfs in the images
+    """faust's data directory (the stats table itself lives in memory and in its changelog)."""
+    stats_flush_interval: float = Field(default=1.0, gt=0, le=60)
+    """Seconds between writes of the changed stats buckets to MongoDB."""
     ops_host: str = "0.0.0.0"
     retry_jitter: float = Field(default=0.1, ge=0, le=1)
     """Each retry waits its scheduled delay plus up to this fraction more (spreads herds)."""

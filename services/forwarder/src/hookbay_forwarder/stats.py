@@ -1,0 +1,554 @@
+"""The stats processor: live per-webhook delivery stats, computed by faust-streaming.
+
+One faust app, ``<namespace>.stats`` (also its consumer group), in three steps:
+
+1. **Facts.** Two agents read ``<ns>.events`` (keyed by owner) and ``<ns>.attempts`` (keyed by
+   event id). Every record becomes a *fact*: what it adds to its webhook's ``Counts`` (received or
+   rejected; an attempt, delivered, failed, retried, a replay, its latency and answer class), at
+   which event time (an event's ``created_at``, an attempt's ``started_at``), from which source
+   partition and offset. The facts of a batch are sent to ``<ns>.stats.facts`` keyed by webhook
+   id, one message per webhook: a repartition, so every fact of one webhook is counted in one
+   partition by one worker.
+2. **Buckets.** An agent reads the facts and keeps each webhook's minute and hour buckets in a
+   faust table whose changelog (``<ns>.stats.buckets-changelog``, compacted) holds the open
+   buckets; a restarted or new worker restores them from it. Windows close on event time: each
+   facts partition keeps a clock, the newest event time it has seen; a fact whose minute ended
+   more than ``HOOKBAY_STATS_GRACE`` before the clock is dropped (``late`` metric), a bucket whose
+   end is that far behind the clock is closed (written a last time, then removed from the table).
+3. **Writes.** Every ``HOOKBAY_STATS_FLUSH_INTERVAL`` the changed buckets are written whole to
+   MongoDB (``StatsRepository.write``: one ``$set`` per webhook-hour and webhook-day document),
+   so a bucket written again changes nothing.
+
+**Exactly the same totals after a crash**, without Kafka transactions: every bucket remembers,
+per source partition, the offset of the last record it counted, and a fact at or below it is
+skipped. A crash re-reads from the last commit and re-sends facts; the ones already counted are
+recognised and skipped, the others counted. This holds because faust flushes the producer (the
+facts and the changelog) before it commits offsets, a bucket is only ever changed from its facts
+partition (its changelog goes to that partition number, written in order: buckets, then the
+clock), and the clock moves only forward with the facts — so a replay meets the same clock at
+each fact and drops exactly the facts the first pass dropped.
+
+The table is used as a changelogged store: values are written with ``table.data`` and
+``table.send_changelog(partition, ...)`` once per key and batch, not ``table[key] = ...``, which
+would send one changelog message per change and take the partition from the *current* event
+(a batch mixes partitions).
+
+Faust is started as a service inside this process's event loop, without its ``Worker``: the
+process keeps its own signals, JSON logging and ``/healthz``, ``/readyz``, ``/metrics`` (the
+README's note on the recorder's Faust spike says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import faust
+import msgpack
+from aiokafka.errors import KafkaError
+from faust.transport.consumer import Consumer as FaustConsumer
+from faust.types import TP, EventT
+from prometheus_client import Counter, Gauge, Histogram
+from pymongo.errors import PyMongoError
+
+from hookbay_common.db import StatsRepository
+from hookbay_common.db import client as db_client
+from hookbay_common.db.stats import HOUR, MINUTE, Bucket, Counts, Size
+from hookbay_common.kafka import BrokerProbe, ensure_configured_topics, topic_partitions
+from hookbay_common.logs import get_logger
+from hookbay_common.metrics import LATENCY_BUCKETS, name
+from hookbay_common.models import AttemptTrigger
+from hookbay_common.topics import Topics
+from hookbay_common.wire import WireError, peek_attempt, peek_event
+from hookbay_forwarder.metrics import ConsumerMetrics
+from hookbay_forwarder.settings import ForwarderSettings
+
+log = get_logger("hookbay.stats")
+
+BATCH: Final = 2000
+"""Records one agent takes at once (or what arrived within ``BATCH_WITHIN``)."""
+BATCH_WITHIN: Final = 0.05
+CLOCK_KEY: Final = "~clock"
+OBSERVE_INTERVAL: Final = 2.0
+EXIT_OK: Final = 0
+EXIT_CRASHED: Final = 1
+
+
+async def _no_gaps(*_: Any) -> None:
+    """Replaces faust's ``Consumer._add_gap``, which marks skipped offsets (compacted topics,
+    transaction markers) as acknowledged. Right after a rebalance its read offset is reset to
+    the committed one while records fetched before are still coming in, so it took records
+    751-1243 of a partition for a gap (measured here, faust-streaming 0.15.3): they counted as
+    acknowledged before they were processed (a crash then would lose them), and the duplicate
+    entries it left made commits advance one offset per commit interval. The topics read here
+    are neither compacted nor transactional, so they have no gaps; an odd one-offset hole is
+    still committed past by faust's own rule."""
+
+
+FaustConsumer._add_gap = _no_gaps  # type: ignore[method-assign,assignment]
+
+
+class StatsMetrics(ConsumerMetrics):
+    def __init__(self) -> None:
+        super().__init__()
+        r = self.registry
+        self.records = Counter(
+            name("stats_records"), "Source records turned into facts.", ["topic"], registry=r
+        )
+        self.late = Counter(
+            name("stats_late_records"),
+            "Records dropped because their minute closed more than the grace before the clock.",
+            registry=r,
+        )
+        self.unreadable = Counter(
+            name("stats_unreadable"), "Source records that could not be read.", ["topic"],
+            registry=r,
+        )  # fmt: skip
+        self.buckets_written = Counter(
+            name("stats_buckets_written"), "Bucket documents upserted to MongoDB.", registry=r
+        )
+        self.write_latency = Histogram(
+            name("stats_write_duration_seconds"), "Time to write one flush to MongoDB.",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.flushes = Counter(
+            name("stats_flushes"),
+            "Flushes to MongoDB that wrote every changed bucket.",
+            registry=r,
+        )
+        self.since_flush = Gauge(
+            name("stats_seconds_since_flush"),
+            "Seconds since the changed buckets were last all written to MongoDB.",
+            registry=r,
+        )
+        self.open_buckets = Gauge(
+            name("stats_open_buckets"), "Buckets held in the table (open or awaiting removal).",
+            registry=r,
+        )  # fmt: skip
+
+
+# --- facts: what one record adds -------------------------------------------------------------
+
+
+def event_counts(fields: dict[str, Any]) -> Counts:
+    return Counts(rejected=1) if fields.get("rejected_reason") else Counts(received=1)
+
+
+def attempt_counts(fields: dict[str, Any]) -> Counts:
+    counts = Counts(attempts=1)
+    code = fields.get("status_code")
+    trigger = fields.get("trigger")
+    if trigger == AttemptTrigger.RETRY:
+        counts.retried = 1
+    elif trigger == AttemptTrigger.REPLAY and fields.get("number") == 1:
+        counts.replays = 1
+    if code is not None and 200 <= code < 300:
+        counts.delivered = 1
+    elif not fields.get("will_retry"):
+        counts.failed = 1
+    if fields.get("latency_ms") is not None:
+        counts.observe_latency(float(fields["latency_ms"]))
+    counts.observe_code(code)
+    return counts
+
+
+def facts_of(
+    topics: Topics, events: Sequence[EventT[Any]], metrics: StatsMetrics
+) -> dict[str, bytes]:
+    """The facts of a batch of source records: one message per webhook, keyed by its id."""
+    bundles: dict[str, dict[str, Any]] = {}
+    for event in events:
+        message = event.message
+        topic = message.topic
+        try:
+            if topic == topics.events:
+                fields, at_field, src = peek_event(message.value or b""), "created_at", "e"
+                counts = event_counts(fields)
+            else:
+                fields, at_field, src = peek_attempt(message.value or b""), "started_at", "a"
+                counts = attempt_counts(fields)
+            webhook_id, username, at = fields["webhook_id"], fields["username"], fields[at_field]
+            if not (isinstance(webhook_id, str) and isinstance(username, str)):
+                raise WireError("no webhook")
+            at = int(at)
+        except (WireError, KeyError, TypeError, ValueError):
+            metrics.unreadable.labels(topic).inc()
+            log.error(
+                "unreadable_message", topic=topic, partition=message.partition,
+                offset=message.offset,
+            )  # fmt: skip
+            continue
+        bundle = bundles.setdefault(webhook_id, {"w": webhook_id, "u": username, "r": []})
+        bundle["r"].append([f"{src}{message.partition}", message.offset, at, counts.to_document()])
+        metrics.records.labels(topic).inc()
+    return {w: _pack(b) for w, b in bundles.items()}
+
+
+def _pack(value: Any) -> bytes:
+    packed = msgpack.packb(value, use_bin_type=True)
+    assert isinstance(packed, bytes)
+    return packed
+
+
+# --- buckets: the table ----------------------------------------------------------------------
+
+
+def bucket_key(webhook_id: str, size: str, start: int) -> str:
+    return f"{webhook_id}|{size}|{start}"
+
+
+def clock_key(partition: int) -> str:
+    return f"{CLOCK_KEY}|{partition}"
+
+
+@dataclass
+class BucketBook:
+    """The buckets of the table, as the facts agent and the flush loop see them.
+
+    ``data`` is the faust table's store: ``bucket_key -> {"w", "u", "z" ("m"|"h"), "t" (start,
+    Unix seconds), "p" (facts partition), "c" (counts document), "o" ({source partition: last
+    offset counted}), "v" (version)}`` and ``clock_key(p) -> newest event time (Unix s)``.
+    ``send`` writes one key's new value (``None``: removed) to the changelog of a partition.
+    """
+
+    data: Any
+    send: Callable[[int, str, Any], None]
+    grace: float
+    late: Callable[[], None] = lambda: None
+    open: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
+    """Bucket keys per facts partition (rebuilt from ``data`` when a partition is first seen)."""
+    indexed: set[int] = field(default_factory=set)
+    written: dict[str, int] = field(default_factory=dict)
+    """Version of each bucket last written to MongoDB."""
+
+    def apply(self, batch: Iterable[tuple[int, bytes]]) -> None:
+        """Count a batch of fact messages ``(facts partition, value)``. Synchronous on purpose:
+        nothing else runs on the loop between reading the batch and queueing its changelog, so
+        no commit can fall in between."""
+        touched: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+        clocks: dict[int, float] = {}
+        for partition, value in batch:
+            self._index(partition)
+            bundle = msgpack.unpackb(value, raw=False)
+            webhook_id, username = bundle["w"], bundle["u"]
+            clock = clocks.get(partition, self.data.get(clock_key(partition), 0))
+            mine = touched[partition]
+            for src, offset, at_ms, counts_doc in bundle["r"]:
+                at = at_ms // 1000
+                if at // MINUTE * MINUTE + MINUTE + self.grace <= clock:
+                    self.late()
+                    continue
+                for size, unit in (("m", MINUTE), ("h", HOUR)):
+                    key = bucket_key(webhook_id, size, at // unit * unit)
+                    bucket = mine.get(key) or self._copy(
+                        key, webhook_id, username, size, at, unit, partition
+                    )
+                    if offset <= bucket["o"].get(src, -1):
+                        continue  # counted before a restart: the fact was sent again
+                    bucket["c"] = (
+                        Counts.from_document(bucket["c"])
+                        .add(Counts.from_document(counts_doc))
+                        .to_document()
+                    )
+                    bucket["o"][src] = offset
+                    mine[key] = bucket
+                clock = max(clock, at)
+            clocks[partition] = clock
+        for partition, buckets in touched.items():
+            for key, bucket in buckets.items():
+                bucket["v"] += 1
+                self.data[key] = bucket
+                self.open[partition].add(key)
+                self.send(partition, key, bucket)
+        for partition, clock in clocks.items():
+            if clock != self.data.get(clock_key(partition)):
+                self.data[clock_key(partition)] = clock
+                self.send(partition, clock_key(partition), clock)
+            self._remove_closed(partition, clock)
+
+    def _copy(
+        self, key: str, webhook_id: str, username: str, size: str, at: int, unit: int, p: int
+    ) -> dict[str, Any]:
+        stored = self.data.get(key)
+        if stored is None:
+            return {"w": webhook_id, "u": username, "z": size, "t": at // unit * unit, "p": p,
+                    "c": {}, "o": {}, "v": 0}  # fmt: skip
+        return {**stored, "o": dict(stored["o"])}
+
+    def closed(self, bucket: dict[str, Any], clock: float) -> bool:
+        unit = MINUTE if bucket["z"] == "m" else HOUR
+        return bool(bucket["t"] + unit + self.grace <= clock)
+
+    def _remove_closed(self, partition: int, clock: float) -> None:
+        """Remove the closed buckets of ``partition`` that were written to MongoDB as they are."""
+        for key in list(self.open[partition]):
+            bucket = self.data.get(key)
+            if bucket is None:
+                self.open[partition].discard(key)
+            elif self.closed(bucket, clock) and self.written.get(key) == bucket["v"]:
+                del self.data[key]
+                self.send(partition, key, None)
+                self.open[partition].discard(key)
+                self.written.pop(key, None)
+
+    def _index(self, partition: int) -> None:
+        if partition in self.indexed:
+            return
+        for key, value in list(self.data.items()):
+            if not key.startswith(CLOCK_KEY) and value.get("p") == partition:
+                self.open[partition].add(key)
+        self.indexed.add(partition)
+
+    def forget(self, partitions: Iterable[int]) -> None:
+        """Partitions this worker no longer owns: their buckets are another worker's now."""
+        for partition in partitions:
+            for key in self.open.pop(partition, set()):
+                self.data.pop(key, None)
+                self.written.pop(key, None)
+            self.data.pop(clock_key(partition), None)
+            self.indexed.discard(partition)
+
+    def unwritten(
+        self, partitions: Iterable[int] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Buckets changed since they were last written (all of them after a restart)."""
+        wanted = None if partitions is None else set(partitions)
+        return [
+            (key, value)
+            for key, value in list(self.data.items())
+            if not key.startswith(CLOCK_KEY)
+            and (wanted is None or value["p"] in wanted)
+            and self.written.get(key) != value["v"]
+        ]
+
+
+def to_bucket(value: dict[str, Any]) -> Bucket:
+    size: Size = "minute" if value["z"] == "m" else "hour"
+    return Bucket(value["w"], value["u"], size, value["t"], Counts.from_document(value["c"]))
+
+
+# --- the process -----------------------------------------------------------------------------
+
+
+class StatsProcessor:
+    """The ``stats`` role: the faust app in this process, its flush loop and its health."""
+
+    def __init__(
+        self, settings: ForwarderSettings, *, crash: Callable[[int], None] = os._exit
+    ) -> None:
+        self.settings = settings
+        self.metrics = StatsMetrics()
+        self.topics = settings.topics
+        self._crash = crash
+        self._stopping = asyncio.Event()
+        self._started = False
+        self._broker_answers = False
+        self._last_flush_ok = time.monotonic()
+        self._flush_failing = False
+        self._flush_lock = asyncio.Lock()
+        self.mongo = db_client.connect(settings.mongo_url)
+        self.repository = StatsRepository(db_client.database(self.mongo))
+        self.probe = BrokerProbe(settings.kafka_bootstrap, client_id="hookbay-stats-probe")
+        self.app: faust.App | None = None
+        self.book: BucketBook | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # Process protocol (see app.py) -----------------------------------------------------------
+
+    def checks(self) -> dict[str, bool]:
+        tables: Any = self.app.tables if self.app is not None else None
+        recovered = bool(tables is not None and tables.recovery.completed.is_set())
+        return {
+            "kafka": self._started and self._broker_answers,
+            "recovered": recovered,
+            "mongo": not self._flush_failing,
+        }
+
+    def healthy(self) -> bool:
+        return True
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def start(self) -> None:
+        s = self.settings
+
+        async def connect() -> int:
+            await ensure_configured_topics(s)
+            return len(await topic_partitions(s.kafka_bootstrap, self.topics.stats_facts))
+
+        await db_client.migrate(db_client.database(self.mongo))
+        while not self._stopping.is_set():
+            try:
+                partitions = await connect()
+            except (KafkaError, OSError, TimeoutError) as exc:
+                log.warning("kafka_unreachable", error=type(exc).__name__)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), 2.0)
+                continue
+            self.app = self._create_app(partitions)
+            await self.app.start()
+            self._started = self._broker_answers = True
+            log.info("stats_started", namespace=self.topics.namespace, partitions=partitions)
+            return
+
+    async def run(self) -> int:
+        if not self._started:
+            return EXIT_OK
+        self._tasks = [
+            asyncio.create_task(self._flush_loop()),
+            asyncio.create_task(self._observe()),
+        ]
+        await self._stopping.wait()
+        return EXIT_OK
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self.app is not None and self._started:
+            await self.app.stop()  # acks are in step with the work: commits, flushes the producer
+            await self._flush()  # the last changes, written before the process ends
+        await self.probe.close()
+        await self.mongo.close()
+        log.info("stats_stopped")
+
+    # the faust app ---------------------------------------------------------------------------
+
+    def _create_app(self, partitions: int) -> faust.App:
+        s, topics = self.settings, self.topics
+        for noisy in ("faust", "mode", "aiokafka"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        app = faust.App(
+            f"{topics.namespace}.stats",
+            broker=[f"kafka://{server}" for server in s.kafka_bootstrap.split(",")],
+            store="memory://",
+            datadir=str(s.stats_data_dir),
+            web_enabled=False,
+            topic_partitions=partitions,
+            table_standby_replicas=0,
+            producer_acks=-1,
+            broker_session_timeout=s.kafka_session_timeout_ms / 1000,
+            broker_commit_interval=1.0,
+            consumer_auto_offset_reset="earliest",
+            topic_allow_declare=True,
+            topic_disable_leader=False,
+        )
+        sources = app.topic(
+            topics.events, topics.attempts, key_serializer="raw", value_serializer="raw"
+        )
+        facts = app.topic(
+            topics.stats_facts, partitions=partitions, key_serializer="raw",
+            value_serializer="raw",
+        )  # fmt: skip
+        table = app.Table(
+            "buckets", partitions=partitions,
+            changelog_topic=app.topic(
+                topics.stats_changelog, partitions=partitions, compacting=True, deleting=False,
+                key_serializer="json", value_serializer="json",
+            ),
+        )  # fmt: skip
+
+        def send(partition: int, key: str, value: Any) -> None:
+            table.send_changelog(
+                partition, key, value, key_serializer="json",
+                value_serializer="raw" if value is None else "json",
+            )  # fmt: skip
+
+        self.book = book = BucketBook(table.data, send, s.stats_grace, late=self.metrics.late.inc)
+
+        def forward(events: Sequence[EventT[Any]]) -> None:
+            for webhook_id, value in facts_of(topics, events, self.metrics).items():
+                facts.send_soon(key=webhook_id.encode(), value=value)
+
+        async def to_facts(stream: Any) -> None:
+            async for events in stream.take_events(BATCH, within=BATCH_WITHIN):
+                self._guard(forward, events)
+
+        async def count(stream: Any) -> None:
+            async for events in stream.take_events(BATCH, within=BATCH_WITHIN):
+                batch = [(e.message.partition, e.message.value) for e in events]
+                self._guard(book.apply, batch)
+
+        app.agent(sources, name="facts")(to_facts)
+        app.agent(facts, name="count")(count)
+
+        @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+        async def on_revoked(_: Any, revoked: set[TP], **__: Any) -> None:
+            lost = {tp.partition for tp in revoked if tp.topic == topics.stats_facts}
+            async with self._flush_lock:  # a flush of them in flight finishes first
+                book.forget(lost)
+
+        return app
+
+    def _guard(self, work: Callable[[Any], None], batch: Any) -> None:
+        """Run one batch's work; if it fails, end the process before faust acks the batch (its
+        offsets must not be committed): a restart reads it again."""
+        try:
+            work(batch)
+        except Exception:
+            log.exception("stats_batch_failed")
+            self._crash(EXIT_CRASHED)
+            raise
+
+    # writes to MongoDB -------------------------------------------------------------------------
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.stats_flush_interval)
+            await self._flush()
+
+    def _owned(self) -> set[int] | None:
+        if self.app is None:
+            return set()
+        return {
+            tp.partition
+            for tp in self.app.consumer.assignment()
+            if tp.topic == self.topics.stats_facts
+        }
+
+    async def _flush(self) -> None:
+        if self.book is None:
+            return
+        async with self._flush_lock:
+            pending = self.book.unwritten(self._owned())
+            if pending:
+                started = time.perf_counter()
+                try:
+                    written = await self.repository.write(to_bucket(v) for _, v in pending)
+                except PyMongoError as exc:
+                    if not self._flush_failing:
+                        log.warning("stats_write_failed", error=type(exc).__name__)
+                    self._flush_failing = True
+                    return
+                self.metrics.write_latency.observe(time.perf_counter() - started)
+                self.metrics.buckets_written.inc(written)
+                for key, value in pending:
+                    self.book.written[key] = value["v"]
+            self._flush_failing = False
+            self._last_flush_ok = time.monotonic()
+            self.metrics.flushes.inc()
+
+    async def _observe(self) -> None:
+        while True:
+            self._broker_answers = await self.probe.answers()
+            self.metrics.since_flush.set(time.monotonic() - self._last_flush_ok)
+            if self.book is not None:
+                self.metrics.open_buckets.set(sum(len(k) for k in self.book.open.values()))
+            if self.app is not None:
+                consumer: Any = self.app.consumer
+                for tp in consumer.assignment():
+                    high = consumer.highwater(tp)
+                    committed = consumer._committed_offset.get(tp)  # no public view of it
+                    if high is not None and tp.topic != self.topics.stats_changelog:
+                        lag = max(0, high - (committed or 0))
+                        self.metrics.lag.labels(
+                            f"{self.topics.namespace}.stats", tp.topic, str(tp.partition)
+                        ).set(lag)
+            await asyncio.sleep(OBSERVE_INTERVAL)
