@@ -44,6 +44,12 @@ SERVICES: list[tuple[str, list[str], str, int]] = [
         "HOOKBAY_RECORDER_METRICS_PORT",
         9102,
     ),
+    (
+        "stats",
+        [sys.executable, "-m", "hookbay_forwarder", "stats"],
+        "HOOKBAY_STATS_METRICS_PORT",
+        9103,
+    ),
     ("dashboard-api", [sys.executable, "-m", "hookbay_dashboard"], "HOOKBAY_DASHBOARD_PORT", 8081),
 ]
 

@@ -98,6 +98,21 @@ def failed_delivery(client: httpx.Client, timeout: float = 30) -> dict[str, obje
         time.sleep(0.2)
 
 
+def delivery_stats(
+    client: httpx.Client, webhook: str, timeout: float = 60, **minimum: int
+) -> dict[str, int]:
+    """The last week's totals of ``webhook``'s stats, once each of ``minimum`` is reached (or
+    the timeout passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = client.get(f"/api/v1/webhooks/{webhook}/stats", params={"window": "7d"})
+        assert answer.status_code == 200, answer.text
+        totals: dict[str, int] = answer.json()["totals"]
+        if all(totals[k] >= v for k, v in minimum.items()) or time.monotonic() > deadline:
+            return totals
+        time.sleep(0.2)
+
+
 class TestRun:
     @pytest.fixture
     def env(self, env: dict[str, str]) -> dict[str, str]:
@@ -108,6 +123,7 @@ class TestRun:
             "HOOKBAY_PUBLIC_URL": f"http://127.0.0.1:{port}",
             "HOOKBAY_FORWARDER_METRICS_PORT": str(free_port()),
             "HOOKBAY_RECORDER_METRICS_PORT": str(free_port()),
+            "HOOKBAY_STATS_METRICS_PORT": str(free_port()),
             "HOOKBAY_DASHBOARD_PORT": str(free_port()),
         }
 
@@ -170,6 +186,10 @@ class TestRun:
                     "success"), ("application/xml", "success"), ("image/png", "success"),
                     ("application/json", "failed"),
                 } <= kinds  # fmt: skip
+                # the stats processor counts what arrived: the demo's four accepted events and
+                # the curl's, the demo's badly signed one and the one just refused
+                totals = delivery_stats(client, "orders", received=5, rejected=2)
+                assert (totals["received"], totals["rejected"]) >= (5, 2), totals
                 failed = failed_delivery(client)
                 # a 404 is final, not retried; the first run's stop may have cut an attempt off
                 # before it (its destination is that run's ingest): a network error, retried
@@ -201,6 +221,7 @@ class TestPrintedCommands:
             "HOOKBAY_INGEST_PORT": str(free_port()),
             "HOOKBAY_FORWARDER_METRICS_PORT": str(free_port()),
             "HOOKBAY_RECORDER_METRICS_PORT": str(free_port()),
+            "HOOKBAY_STATS_METRICS_PORT": str(free_port()),
             "HOOKBAY_DASHBOARD_PORT": str(free_port()),
         }
         proc = subprocess.Popen(

@@ -67,9 +67,10 @@ step "every container's settings accepted by its service"
 # and it does catch what the values schema cannot: limits that together overflow a Kafka record
 helm template hookbay "$CHART" -f "$CHART/ci/defaults-values.yaml" \
   --set settings.maxBodyBytes=6000000 --set ingest.maxHeaderBytes=1048576 >"$OUT/overflow.yaml"
-if "$PYTHON" "$HERE/settings_check.py" "$OUT/overflow.yaml" >/dev/null 2>&1; then
+if out=$("$PYTHON" "$HERE/settings_check.py" "$OUT/overflow.yaml" 2>&1); then
   die "settings_check accepted limits that overflow a Kafka record"
 fi
+grep -q "would not start" <<<"$out" || die "settings_check refused the overflow render for another reason: $out"
 echo "refused limits that overflow a Kafka record (ingest would not start)"
 
 step "kubeconform (strict; Kubernetes ${K8S_VERSIONS[*]}; monitoring CRDs)"

@@ -3,7 +3,8 @@
 For each Deployment, CronJob and Job, the container's ``HOOKBAY_*`` environment (values from
 secrets replaced by a 32-character stand-in) is given to the settings class of the role its
 argument names, exactly as the process would read it at start-up; a rejected value fails here
-instead of in a crash-looping pod.
+instead of in a crash-looping pod. Every ``HOOKBAY_*`` name the chart sets must also be a field of
+that class: the settings ignore unknown variables, so a misspelt one would silently do nothing.
 
 usage: settings_check.py RENDER...
 """
@@ -30,6 +31,7 @@ ROLES: dict[str, type[BaseSettings]] = {
     "ingest": IngestSettings,
     "forwarder": ForwarderSettings,
     "recorder": ForwarderSettings,
+    "stats": ForwarderSettings,
     "dashboard": DashboardSettings,
     "retention": RetentionSettings,
     "migrate": Settings,
@@ -46,6 +48,13 @@ def value(entry: dict[str, Any]) -> str:
     if "valueFrom" in entry:
         return SECRET_STAND_INS[entry["valueFrom"]["secretKeyRef"]["key"]]
     return str(entry.get("value", ""))
+
+
+def unread(settings: type[BaseSettings], names: set[str]) -> list[str]:
+    """The names with the settings' prefix (``HOOKBAY_``) that are none of its fields."""
+    prefix = str(settings.model_config.get("env_prefix", "")).upper()
+    fields = {prefix + name.upper() for name in settings.model_fields}
+    return sorted(n for n in names if n.upper().startswith(prefix) and n.upper() not in fields)
 
 
 def pod_spec(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -66,6 +75,12 @@ def check(render: str) -> int:
         for container in spec["containers"]:
             role = container["args"][0]
             env = {e["name"]: value(e) for e in container.get("env", [])}
+            unknown = unread(ROLES[role], set(env))
+            if unknown:
+                sys.exit(
+                    f"{render}: {doc['metadata']['name']} ({role}) sets {', '.join(unknown)}, which "
+                    f"{ROLES[role].__name__} does not read (misspelt, or not a setting of the role)"
+                )
             saved = dict(os.environ)
             os.environ.clear()
             os.environ.update(env)

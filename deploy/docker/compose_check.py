@@ -108,6 +108,7 @@ def scrape(stack: Stack, out: Path) -> None:
         .decode(),
         "forwarder": stack.in_container("forwarder", "http://127.0.0.1:9101/metrics"),
         "recorder": stack.in_container("recorder", "http://127.0.0.1:9102/metrics"),
+        "stats": stack.in_container("stats", "http://127.0.0.1:9103/metrics"),
         "retention": stack.compose(
             "run",
             "--rm",

@@ -1,8 +1,10 @@
 {{/*
 One role's Deployment, Service, PDB and HPA. Called with a dict:
-  root: the chart context; role: ingest|forwarder|recorder|dashboard; cfg: .Values.<role>;
+  root: the chart context; role: ingest|forwarder|recorder|stats|dashboard; cfg: .Values.<role>;
   port: the container port; portName: http|metrics; startup: true when the port opens only
-  once Kafka and MongoDB answered (uvicorn binds after the app's start-up); env: extra env list
+  once Kafka and MongoDB answered (uvicorn binds after the app's start-up) or when the role needs
+  a long start-up (stats recovers its table); startupFailureThreshold: the startup probe's
+  (every 5 s; default 60, 5 minutes); env: extra env list
 */}}
 {{- define "hookbay.workload" -}}
 {{- $ := .root -}}
@@ -74,14 +76,15 @@ spec:
             {{- toYaml . | nindent 12 }}
             {{- end }}
           {{- if .startup }}
-          # the port opens once the app's start-up reached Kafka and MongoDB: up to 5 minutes
+          # the port opens once the app's start-up reached Kafka and MongoDB: up to
+          # failureThreshold x 5 s; liveness and readiness start after it
           startupProbe:
             httpGet:
               path: /healthz
               port: {{ .portName }}
             periodSeconds: 5
             timeoutSeconds: 3
-            failureThreshold: 60
+            failureThreshold: {{ .startupFailureThreshold | default 60 }}
           {{- end }}
           # alive: a restart helps (e.g. a wedged Kafka producer turns /healthz 503)
           livenessProbe:

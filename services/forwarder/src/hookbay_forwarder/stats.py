@@ -359,6 +359,7 @@ class StatsProcessor:
         self.app: faust.App | None = None
         self.book: BucketBook | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._read_topics = {self.topics.events, self.topics.attempts, self.topics.stats_facts}
 
     # Process protocol (see app.py) -----------------------------------------------------------
 
@@ -546,9 +547,7 @@ class StatsProcessor:
                 for tp in consumer.assignment():
                     high = consumer.highwater(tp)
                     committed = consumer._committed_offset.get(tp)  # no public view of it
-                    if high is not None and tp.topic != self.topics.stats_changelog:
+                    if high is not None and tp.topic in self._read_topics:
                         lag = max(0, high - (committed or 0))
-                        self.metrics.lag.labels(
-                            f"{self.topics.namespace}.stats", tp.topic, str(tp.partition)
-                        ).set(lag)
+                        self.metrics.lag.labels("stats", tp.topic, str(tp.partition)).set(lag)
             await asyncio.sleep(OBSERVE_INTERVAL)
