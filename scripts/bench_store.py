@@ -47,7 +47,13 @@ from benchlib import ferretdb_version, machine, make_body, on_sigterm, percentil
 from prometheus_client import CollectorRegistry
 
 from hookbay_common.clock import utcnow
-from hookbay_common.db import AttemptRepository, EventRepository, WebhookRepository, client
+from hookbay_common.db import (
+    AttemptRepository,
+    EventRepository,
+    StatsRepository,
+    WebhookRepository,
+    client,
+)
 from hookbay_common.db.events import page_id, record_batch
 from hookbay_common.ids import IdPrefix, derived_id, new_id
 from hookbay_common.models import Attempt, AttemptTrigger, Event, Webhook
@@ -200,7 +206,10 @@ async def recorder_rate(data: DataSet, *, one_owner: bool) -> float:
 
 async def measure(data: DataSet, samples: int) -> Stage:
     stage = Stage(stored=data.count)
-    service = EventService(data.events, data.attempts, data.webhooks, cursor_key=cursor_key(KEY))
+    service = EventService(
+        data.events, data.attempts, data.webhooks, cursor_key=cursor_key(KEY),
+        stats=StatsRepository(data.db),
+    )  # fmt: skip
     hook = data.hooks[0]
     user = hook.username
 
