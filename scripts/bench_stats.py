@@ -201,7 +201,7 @@ def _counted(env: dict[str, str]) -> dict[str, int]:
     try:
         for doc in client.get_default_database().stats_hours.find({}):
             for entry in doc.get("h", {}).values():
-                total.add(Counts.from_document(entry))
+                total.add_text(entry)
     finally:
         client.close()
     return {

@@ -48,6 +48,18 @@ class TestCounts:
         assert Counts().to_document() == {}
         assert Counts().empty
 
+    def test_the_stored_text_round_trips_and_drops_trailing_zeros(self) -> None:
+        c = counts(received=3, delivered=2, failed=1, attempts=3)
+        c.observe_latency(12.25)
+        c.observe_latency(400)
+        assert c.to_text() == "3,0,2,1,0,0,3,2,412.25,1,0,0,1"
+        assert Counts().add_text(c.to_text()) == c
+        c.observe_code(None)
+        assert c.to_text().endswith(",0,0,0,0,1")
+        assert Counts().add_text(c.to_text()).add_text(c.to_text()) == Counts().add(c).add(c)
+        assert Counts().to_text() == ""
+        assert Counts().add_text("") == Counts()
+
     def test_add_and_rates(self) -> None:
         total = counts(delivered=3).add(counts(delivered=1, failed=1, received=4))
         assert total == counts(delivered=4, failed=1, received=4)

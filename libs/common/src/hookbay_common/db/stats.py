@@ -10,6 +10,10 @@ dashboard reads them. Two collections, so that every read is a handful of look-u
 - ``stats_hours``: one document per webhook and UTC day, ``_id`` ``"<webhook_id>:<day>"`` (``day``
   = Unix seconds // 86400), holding that day's hours: ``h: {"0".."23": counts}``.
 
+Each entry's counts are one string of comma-separated numbers (``Counts.to_text``): FerretDB's
+cost of returning a document follows its number of fields, and with the counts as a
+sub-document (23 values each) a day's document took 1.5 ms and an hour's 5 ms to read.
+
 Both carry ``webhook_id``, ``username`` and ``day`` (the retention and overview queries are
 equalities on ``username`` and ``day``). A bucket is written whole (``$set`` of its entry) every
 time it changes, so writing the same bucket again changes nothing: the processor may re-send after
@@ -53,6 +57,20 @@ _KEYS: Final = {
 }
 
 
+_SCALARS: Final = (
+    "received", "rejected", "delivered", "failed", "retried", "replays", "attempts",
+    "latency_count", "latency_sum_ms",
+)  # fmt: skip
+"""The order of ``Counts.to_text``: these, then the latency histogram, then the codes. New
+counts go at the end (an older entry then simply has fewer numbers)."""
+
+
+def _number(value: float) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return f"{round(value, 3)}"
+    return str(int(value))
+
+
 def _zeros(n: int) -> list[int]:
     return [0] * n
 
@@ -83,12 +101,27 @@ class Counts:
 
     def add(self, other: Counts) -> Counts:
         """Add ``other`` into this one (in place) and return it."""
-        for f in fields(self):
-            mine, theirs = getattr(self, f.name), getattr(other, f.name)
-            if isinstance(mine, list):
-                setattr(self, f.name, [a + b for a, b in zip(mine, theirs, strict=True)])
-            else:
-                setattr(self, f.name, mine + theirs)
+        return self.add_document(other.to_document())
+
+    def add_document(self, doc: Mapping[str, Any]) -> Counts:
+        """Add a stored entry (``to_document``'s shape) into this one, in place; the hot path of
+        every read, so written out rather than looped over ``fields``."""
+        get = doc.get
+        self.received += get("r", 0)
+        self.rejected += get("x", 0)
+        self.delivered += get("d", 0)
+        self.failed += get("f", 0)
+        self.retried += get("t", 0)
+        self.replays += get("p", 0)
+        self.attempts += get("a", 0)
+        self.latency_count += get("lc", 0)
+        self.latency_sum_ms += get("ls", 0)
+        if "lh" in doc:
+            self.latency_histogram = [
+                a + b for a, b in zip(self.latency_histogram, doc["lh"], strict=True)
+            ]
+        if "c" in doc:
+            self.codes = [a + b for a, b in zip(self.codes, doc["c"], strict=True)]
         return self
 
     def observe_latency(self, latency_ms: float) -> None:
@@ -130,6 +163,31 @@ class Counts:
             if n and seen >= rank:
                 return float(LATENCY_BOUNDS_MS[min(i, len(LATENCY_BOUNDS_MS) - 1)])
         return float(LATENCY_BOUNDS_MS[-1])
+
+    def to_text(self) -> str:
+        """The stored form: every count in ``_TEXT_ORDER``, comma-separated, trailing zeros
+        left out (``""``: nothing happened)."""
+        values: list[float] = [getattr(self, name) for name in _SCALARS]
+        values += self.latency_histogram + self.codes
+        while values and not values[-1]:
+            values.pop()
+        return ",".join(_number(v) for v in values)
+
+    def add_text(self, text: str) -> Counts:
+        """Add a stored entry (``to_text``) into this one, in place: the hot path of reads."""
+        if not text:
+            return self
+        parts = text.split(",")
+        scalars = len(_SCALARS)
+        for name, part in zip(_SCALARS, parts, strict=False):
+            setattr(self, name, getattr(self, name) + (float(part) if "." in part else int(part)))
+        rest = [int(p) for p in parts[scalars:]]
+        bins = len(self.latency_histogram)
+        for i, n in enumerate(rest[:bins]):
+            self.latency_histogram[i] += n
+        for i, n in enumerate(rest[bins:]):
+            self.codes[i] += n
+        return self
 
     def to_document(self) -> dict[str, Any]:
         """Short keys, zeros left out (an all-zero list too)."""
@@ -209,7 +267,7 @@ class StatsRepository:
                 "start": _at(start),
             }
             for b in group:
-                update[f"{prefix}.{(b.start - start) // unit}"] = b.counts.to_document()
+                update[f"{prefix}.{(b.start - start) // unit}"] = b.counts.to_text()
             await collection.update_one({"_id": doc_id}, {"$set": update}, upsert=True)
 
         await gather_limited(one(*key, group) for key, group in grouped.items())
@@ -300,4 +358,4 @@ def _fold(
         at = base + int(offset) * unit
         target = points.get(at // step * step)
         if target is not None:
-            target.add(Counts.from_document(entry))
+            target.add_text(entry)
