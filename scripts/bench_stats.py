@@ -13,9 +13,10 @@ Runs on 127.0.0.1 against the local Kafka and Mongo-wire server (``make infra-up
    attempt (half delivered, a quarter retried, a quarter failed), event times over the last 30
    minutes, are written to Kafka first (a backlog); then one stats process
    (``python -m hookbay_forwarder stats``) starts and its ``/metrics`` are read every 0.25 s.
-   The rate is the source records counted between 10 % and 90 % of the backlog, over that time;
-   "all in MongoDB" is from the process's start until every record is counted, committed and
-   written (its lag 0, a flush after that), checked against what was sent.
+   The rate is end to end: every record counted, committed and written to MongoDB (its lag 0,
+   a flush after that), from the process's start (faust's start-up included), checked against
+   what was sent; the first step's own rate (records turned into facts between 10 % and 90 % of
+   the backlog) is given beside it.
 2. **The stats API.** A dashboard process; one owner whose webhook has 7 days of buckets, every
    minute active (written with ``StatsRepository.write``, as the processor writes them); the
    endpoint is called ``--samples`` times per window, one call at a time, over HTTP with the
@@ -178,7 +179,8 @@ def throughput(env: dict[str, str], count: int) -> dict[str, Any]:
     return {
         "sent": sent,
         "counted": counted,
-        "rate": 0.8 * total / (t90 - t10),
+        "facts_rate": 0.8 * total / (t90 - t10),
+        "rate": total / done_at if done_at else 0.0,
         "first": next(t for t, r in samples if r > 0),
         "done": done_at,
         "rss": rss,
@@ -320,10 +322,11 @@ def main() -> int:
         f"{' '.join(sys.argv[1:])}`; {machine()}.",
         "",
         f"- processor: a backlog of {args.events:,} events and {args.events:,} attempts "
-        f"({OWNERS} owners, {WEBHOOKS} webhooks, 6 partitions), one process: "
-        f"**{t['rate']:,.0f} records/s** (10 % → 90 % of the backlog; target ≥ {TARGET_RATE:,}/s: "
-        f"{rate_verdict}); first record counted {t['first']:.1f} s after start, all counted, "
-        f"committed and in MongoDB after {t['done']:.1f} s; RSS {t['rss']:.0f} MB",
+        f"({OWNERS} owners, {WEBHOOKS} webhooks, 6 partitions), one process: all counted, "
+        f"committed and in MongoDB {t['done']:.1f} s after its start: **{t['rate']:,.0f} "
+        f"records/s** end to end (target ≥ {TARGET_RATE:,}/s: {rate_verdict}); records turned "
+        f"into facts at {t['facts_rate']:,.0f}/s; first record read {t['first']:.1f} s after "
+        f"start; RSS {t['rss']:.0f} MB",
         f"- totals in MongoDB equal what was sent: {'yes' if exact else 'NO'} ({t['counted']})",
         "",
         "| call (one webhook, 7 days of buckets, every minute active) | n | p50 ms | p99 ms |",

@@ -178,6 +178,7 @@ def facts_of(
 ) -> dict[str, bytes]:
     """The facts of a batch of source records: one message per webhook, keyed by its id."""
     bundles: dict[str, dict[str, Any]] = {}
+    read: dict[str, int] = defaultdict(int)
     for event in events:
         message = event.message
         topic = message.topic
@@ -201,7 +202,9 @@ def facts_of(
             continue
         bundle = bundles.setdefault(webhook_id, {"w": webhook_id, "u": username, "r": []})
         bundle["r"].append([f"{src}{message.partition}", message.offset, at, counts.to_document()])
-        metrics.records.labels(topic).inc()
+        read[topic] += 1
+    for topic, n in read.items():
+        metrics.records.labels(topic).inc(n)
     return {w: _pack(b) for w, b in bundles.items()}
 
 
@@ -247,7 +250,7 @@ class BucketBook:
         """Count a batch of fact messages ``(facts partition, value)``. Synchronous on purpose:
         nothing else runs on the loop between reading the batch and queueing its changelog, so
         no commit can fall in between."""
-        touched: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+        touched: dict[int, dict[str, tuple[dict[str, Any], Counts]]] = defaultdict(dict)
         clocks: dict[int, dict[str, Any]] = {}
         for partition, value in batch:
             self._index(partition)
@@ -267,22 +270,21 @@ class BucketBook:
                     continue
                 for size, unit in (("m", MINUTE), ("h", HOUR)):
                     key = bucket_key(webhook_id, size, at // unit * unit)
-                    bucket = mine.get(key) or self._copy(
-                        key, webhook_id, username, size, at, unit, partition
-                    )
+                    work = mine.get(key)
+                    if work is None:
+                        work = mine[key] = self._copy(
+                            key, webhook_id, username, size, at, unit, partition
+                        )
+                    bucket, counts = work
                     if offset <= bucket["o"].get(src, -1):
                         continue  # counted before a restart: the fact was sent again
-                    bucket["c"] = (
-                        Counts.from_document(bucket["c"])
-                        .add(Counts.from_document(counts_doc))
-                        .to_document()
-                    )
+                    counts.add_document(counts_doc)
                     bucket["o"][src] = offset
-                    mine[key] = bucket
                 clock["s"][src] = max(own, at)
                 clock["m"] = max(clock["m"], at)
         for partition, buckets in touched.items():
-            for key, bucket in buckets.items():
+            for key, (bucket, counts) in buckets.items():
+                bucket["c"] = counts.to_document()
                 bucket["v"] += 1
                 self.data[key] = bucket
                 self.open[partition].add(key)
@@ -295,12 +297,15 @@ class BucketBook:
 
     def _copy(
         self, key: str, webhook_id: str, username: str, size: str, at: int, unit: int, p: int
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], Counts]:
+        """A bucket to change in this batch: a copy of the stored one (or a new one) and its
+        counts, folded back into it once at the end of the batch."""
         stored = self.data.get(key)
         if stored is None:
-            return {"w": webhook_id, "u": username, "z": size, "t": at // unit * unit, "p": p,
-                    "c": {}, "o": {}, "v": 0}  # fmt: skip
-        return {**stored, "o": dict(stored["o"])}
+            bucket = {"w": webhook_id, "u": username, "z": size, "t": at // unit * unit, "p": p,
+                      "c": {}, "o": {}, "v": 0}  # fmt: skip
+            return bucket, Counts()
+        return {**stored, "o": dict(stored["o"])}, Counts.from_document(stored["c"])
 
     def closed(self, bucket: dict[str, Any], newest: float) -> bool:
         unit = MINUTE if bucket["z"] == "m" else HOUR
@@ -458,6 +463,8 @@ class StatsProcessor:
             broker_session_timeout=s.kafka_session_timeout_ms / 1000,
             broker_commit_interval=1.0,
             consumer_auto_offset_reset="earliest",
+            broker_max_poll_records=2000,
+            stream_buffer_maxsize=16_384,
             topic_allow_declare=True,
             topic_disable_leader=False,
         )
