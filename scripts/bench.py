@@ -13,7 +13,9 @@ database (``hookbay_bench``), then, one server at a time:
 
 Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section), the
 configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
-budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium) and the
+budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium), the delivery
+stats (``scripts/bench_stats.py``: the stats processor's throughput on a 200,000-record backlog,
+the stats API over 7 days of buckets) and the
 event-store benchmark (``scripts/bench_store.py``, its own section: lists, look-ups, counts,
 overview, recorder throughput, export, live-tail reads and retention with 10k, 100k and 1M events
 stored, written through the recorder's own calls; about an hour, most of it storing 1M events),
@@ -552,6 +554,7 @@ def run(store: list[str] | None) -> int:
     status = run_forwarder_bench()
     status = run_script("bench_config.py", [], timeout=600) or status
     status = run_script("bench_spa.py", [], timeout=1800) or status
+    status = run_script("bench_stats.py", [], timeout=1800) or status
     if store is None:
         return run_script("bench_visible.py", [], timeout=1800) or status
     # the store's last stage stays for the visibility run (accepted → listed with it stored),

@@ -80,8 +80,15 @@ venv() { # -> a relocatable virtualenv at $IMAGES/app/venv
   say "building the application virtualenv (uv.lock or sources changed)"
   rm -rf "$dir"
   "$UV" venv -q --relocatable --python /usr/bin/python3 "$dir"
+  # --refresh-package: uv caches the wheel it builds of a workspace member by its version and
+  # pyproject.toml only, so without it a source change ships the old code (seen: an image whose
+  # hookbay_common lacked a repository added since the last build)
+  local members
+  members=$(cd "$ROOT" && sed -n 's/^name = "\(hookbay-[a-z-]*\)"$/--refresh-package \1/p' \
+    libs/*/pyproject.toml services/*/pyproject.toml)
+  # shellcheck disable=SC2086  # one word per option
   (cd "$ROOT" && UV_PROJECT_ENVIRONMENT="$dir" "$UV" sync -q --frozen --no-dev --no-editable \
-    --all-packages --compile-bytecode --python /usr/bin/python3)
+    --all-packages --compile-bytecode --python /usr/bin/python3 $members)
   echo "$key" >"$dir/.key"
 }
 
