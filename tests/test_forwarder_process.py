@@ -35,18 +35,22 @@ EVENT_COUNT = 2000
 KILL_AFTER = 400
 
 
-@pytest.fixture
-async def penv(env: dict[str, str]) -> dict[str, str]:
-    """The processes' environment, in a topic namespace of this test's own (consumer groups
-    start empty), its topics created."""
+async def process_env(env: dict[str, str], **settings: str) -> dict[str, str]:
+    """Processes' environment in a topic namespace of the calling test's own (consumer groups
+    start empty), its topics created: ``env`` plus ``settings`` (``HOOKBAY_`` names)."""
     penv = {
         **env,
         "HOOKBAY_KAFKA_NAMESPACE": f"{env['HOOKBAY_KAFKA_NAMESPACE']}.{unique_name('p')}",
         "HOOKBAY_KAFKA_SESSION_TIMEOUT_MS": "6000",
-        "HOOKBAY_FORWARD_TIMEOUT": "5",
+        **settings,
     }
     await ensure_configured_topics(settings_of(penv))
     return penv
+
+
+@pytest.fixture
+async def penv(env: dict[str, str]) -> dict[str, str]:
+    return await process_env(env, HOOKBAY_FORWARD_TIMEOUT="5")
 
 
 @pytest.fixture

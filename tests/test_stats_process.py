@@ -18,14 +18,13 @@ from aiokafka.partitioner import DefaultPartitioner
 from hookbay_common.db import Database, StatsRepository
 from hookbay_common.db.stats import Counts, Point
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.models import Attempt, AttemptTrigger, Event, RejectedReason
 from hookbay_common.wire import encode_attempt, encode_event
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_attempt, create_event, unique_name
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.waiting import until
-from tests.test_forwarder_process import has, parse_metrics, settings_of
+from tests.test_forwarder_process import has, parse_metrics, process_env, settings_of
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -33,16 +32,7 @@ MINUTE = timedelta(minutes=1)
 
 @pytest.fixture
 async def penv(env: dict[str, str]) -> dict[str, str]:
-    """The processor's environment, in a topic namespace of this test's own."""
-    penv = {
-        **env,
-        "HOOKBAY_KAFKA_NAMESPACE": f"{env['HOOKBAY_KAFKA_NAMESPACE']}.{unique_name('s')}",
-        "HOOKBAY_KAFKA_SESSION_TIMEOUT_MS": "6000",
-        "HOOKBAY_STATS_GRACE": "60",
-        "HOOKBAY_STATS_FLUSH_INTERVAL": "0.2",
-    }
-    await ensure_configured_topics(settings_of(penv))
-    return penv
+    return await process_env(env, HOOKBAY_STATS_GRACE="60", HOOKBAY_STATS_FLUSH_INTERVAL="0.2")
 
 
 @pytest.fixture
