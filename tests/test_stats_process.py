@@ -195,57 +195,52 @@ class TestLateRecords:
         assert has(samples, "hookbay_stats_late_records_total", 1.0)
 
 
-def same_facts_partition(fs: ForwarderSettings, count: int) -> tuple[list[str], list[str]]:
-    """``count`` webhook ids whose facts share one partition, and as many owners whose events
-    are in different partitions of the events topic (default partitioner, 6 partitions)."""
+def facts_partitions(fs: ForwarderSettings) -> tuple[str, str, str]:
+    """Three webhook ids: the first and third counted in one facts partition, the second in
+    another (the default partitioner over the facts topic's partitions)."""
     partitioner = DefaultPartitioner()
     partitions = list(range(fs.kafka_partitions))
 
-    def partition(key: str) -> int:
-        return int(partitioner(key.encode(), partitions, partitions))
+    def partition(webhook_id: str) -> int:
+        return int(partitioner(webhook_id.encode(), partitions, partitions))
 
-    webhooks: list[str] = []
-    while len(webhooks) < count:
-        candidate = new_id(IdPrefix.WEBHOOK)
-        if not webhooks or partition(candidate) == partition(webhooks[0]):
-            webhooks.append(candidate)
-    owners: dict[int, str] = {}
-    while len(owners) < count:
-        owner = unique_name("u")
-        owners.setdefault(partition(owner), owner)
-    return webhooks, list(owners.values())
+    first = new_id(IdPrefix.WEBHOOK)
+    other = same = new_id(IdPrefix.WEBHOOK)
+    while partition(other) == partition(first):
+        other = new_id(IdPrefix.WEBHOOK)
+    while partition(same) != partition(first):
+        same = new_id(IdPrefix.WEBHOOK)
+    return first, other, same
 
 
-class TestBacklog:
-    async def test_sources_read_unevenly_lose_nothing_and_closed_buckets_refuse(
+class TestClocks:
+    async def test_each_facts_partition_keeps_its_own_clock(
         self, penv: dict[str, str], fs: ForwarderSettings, producer: AIOKafkaProducer,
         stats: StatsRepository, tmp_path: Path,
     ) -> None:  # fmt: skip
-        """Two webhooks counted in one facts partition, their owners' events in two events
-        partitions: the first owner's events, 30 minutes ahead, are counted before the second's
-        arrive; the second's still count (late is judged within a source partition). A third
-        source's event more than the grace and an hour behind the partition's newest is late:
-        its bucket closed."""
-        (ahead, behind, stale), (owner_a, owner_b, owner_c) = same_facts_partition(fs, 3)
+        """One webhook's events 30 minutes ahead move the clock of its facts partition only:
+        another partition's webhook still counts events from 30 minutes before (grace 60 s),
+        a webhook of the same partition does not."""
+        ahead, other, same = facts_partitions(fs)
+        owner = unique_name("u")
         later = T0 + timedelta(minutes=30)
         async with service_process("stats", penv, tmp_path / "stats.log") as process:
             await send(producer, fs, [
-                create_event(username=owner_a, webhook_id=ahead, created_at=later + timedelta(seconds=s))
+                create_event(username=owner, webhook_id=ahead, created_at=later + timedelta(seconds=s))
                 for s in range(5)
             ])  # fmt: skip
-            await until(lambda: caught_up(process), 60, what="the first owner's events")
+            await until(lambda: caught_up(process), 60, what="the events ahead")
             await send(producer, fs, [
-                *[create_event(username=owner_b, webhook_id=behind, created_at=T0 + timedelta(seconds=s))
+                *[create_event(username=owner, webhook_id=other, created_at=T0 + timedelta(seconds=s))
                   for s in range(5)],
-                create_event(username=owner_c, webhook_id=stale, created_at=later - timedelta(hours=2)),
+                create_event(username=owner, webhook_id=same, created_at=T0),
             ])  # fmt: skip
-            await until(lambda: caught_up(process), 60, what="the second owner's events")
+            await until(lambda: caught_up(process), 60, what="the events behind")
             await flushed_after(process)
             samples = parse_metrics((await process.get("/metrics")).text)
         assert (await total(stats, ahead, later, later + MINUTE)).received == 5
-        assert (await total(stats, behind, T0, T0 + MINUTE)).received == 5
-        gone = later - timedelta(hours=2)
-        assert (await total(stats, stale, gone, gone + MINUTE)).received == 0
+        assert (await total(stats, other, T0, T0 + MINUTE)).received == 5
+        assert (await total(stats, same, T0, T0 + MINUTE)).received == 0
         assert has(samples, "hookbay_stats_late_records_total", 1.0)
 
 

@@ -14,10 +14,11 @@ class ForwarderSettings(Settings):
     """``/healthz``, ``/readyz`` and ``/metrics`` of the forwarder (0: any free port)."""
     recorder_metrics_port: int = Field(default=9102, ge=0, le=65535)
     stats_metrics_port: int = Field(default=9103, ge=0, le=65535)
-    stats_grace: float = Field(default=120.0, ge=0, le=86_400)
+    stats_grace: float = Field(default=3600.0, ge=0, le=86_400)
     """Seconds after its minute ends that a late event or attempt still counts in the stats
-    (event time, measured against the newest time the processor has seen); later ones are
-    dropped and counted in ``hookbay_stats_late_records_total``."""
+    (event time, measured against the newest time seen in its facts partition); later ones are
+    dropped and counted in ``hookbay_stats_late_records_total``. Long, because catching up on a
+    backlog reads partitions unevenly (``hookbay_forwarder.stats``)."""
     stats_data_dir: Path = Path("/tmp/hookbay-stats")  # noqa: S108 - a tmpfs in the images
     """faust's data directory (the stats table itself lives in memory and in its changelog)."""
     stats_flush_interval: float = Field(default=1.0, gt=0, le=60)
