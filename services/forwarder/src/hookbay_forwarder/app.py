@@ -47,6 +47,11 @@ EXIT_DEAD_LETTER_LIMIT = 3
 OBSERVE_INTERVAL = 2.0
 STALL_WARNING = 30.0
 """Seconds without a commit, with records waiting, after which the recorder says where it is."""
+MONGO_SOCKET_TIMEOUT_MS = 30_000
+"""One MongoDB operation of the recorder (and the stats processor) waits at most this for its
+answer: a FerretDB restarted under load once left a write unanswered, and the recorder, bound
+only by its 300 s batch deadline, sat still for minutes with everything it had read. No single
+upsert or look-up of theirs takes seconds; the batch is then written again (idempotent)."""
 FALLBACK_POOLS = 4
 """httpx pools for the rare request whose header bytes are not UTF-8 (see ``Deliverer``)."""
 
@@ -200,7 +205,9 @@ class Recorder:
         self._stopping = asyncio.Event()
         self._started = False
         self._broker_answers = False
-        self.mongo = db_client.connect(settings.mongo_url)
+        self.mongo = db_client.connect(
+            settings.mongo_url, socket_timeout_ms=MONGO_SOCKET_TIMEOUT_MS
+        )
         db = db_client.database(self.mongo)
         self.handlers = RecorderHandlers(
             EventRepository(db), AttemptRepository(db), self.topics, self.metrics

@@ -154,9 +154,10 @@ class RecorderLoop:
             return
 
     async def _write(self, records: list[Any]) -> bool:
-        """Write the batch, retrying every ``retry_delay`` while MongoDB refuses or does not
-        answer within ``WRITE_TIMEOUT`` (a restarted server may leave a request unanswered:
-        the driver has no socket timeout); False when a stop came first."""
+        """Write the batch, retrying every ``retry_delay`` while MongoDB refuses, an operation
+        gets no answer within the client's socket timeout (``app.MONGO_SOCKET_TIMEOUT_MS``: a
+        restarted server may leave a request unanswered) or the whole batch takes longer than
+        ``WRITE_TIMEOUT``; False when a stop came first."""
         while True:
             try:
                 async with asyncio.timeout(WRITE_TIMEOUT):

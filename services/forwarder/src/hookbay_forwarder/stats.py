@@ -73,6 +73,7 @@ from hookbay_common.metrics import LATENCY_BUCKETS, name
 from hookbay_common.models import AttemptTrigger
 from hookbay_common.topics import Topics
 from hookbay_common.wire import WireError, peek_attempt, peek_event
+from hookbay_forwarder.app import MONGO_SOCKET_TIMEOUT_MS
 from hookbay_forwarder.metrics import ConsumerMetrics
 from hookbay_forwarder.settings import ForwarderSettings
 
@@ -366,7 +367,9 @@ class StatsProcessor:
         self._last_flush_ok = time.monotonic()
         self._flush_failing = False
         self._flush_lock = asyncio.Lock()
-        self.mongo = db_client.connect(settings.mongo_url)
+        self.mongo = db_client.connect(
+            settings.mongo_url, socket_timeout_ms=MONGO_SOCKET_TIMEOUT_MS
+        )
         self.repository = StatsRepository(db_client.database(self.mongo))
         self.probe = BrokerProbe(settings.kafka_bootstrap, client_id="hookbay-stats-probe")
         self.app: faust.App | None = None

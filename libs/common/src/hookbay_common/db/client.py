@@ -94,9 +94,15 @@ PostgreSQL pool's connections, and FerretDB v1.24 can deadlock when that pool ru
 collection is being created (docs/ferretdb-backends.md). A ``maxPoolSize`` in the URL wins."""
 
 
-def connect(mongo_url: str, *, timeout_ms: int = 5000) -> AsyncMongoClient[dict[str, Any]]:
-    """A client for ``mongo_url``; connects lazily. Datetimes come back timezone-aware (UTC)."""
+def connect(
+    mongo_url: str, *, timeout_ms: int = 5000, socket_timeout_ms: int | None = None
+) -> AsyncMongoClient[dict[str, Any]]:
+    """A client for ``mongo_url``; connects lazily. Datetimes come back timezone-aware (UTC).
+    ``socket_timeout_ms``: how long one operation may wait for its answer (default: for ever);
+    background writers set it, since a restarted FerretDB may leave a request unanswered."""
     options: dict[str, Any] = {}
+    if socket_timeout_ms is not None:
+        options["socketTimeoutMS"] = socket_timeout_ms
     if "maxpoolsize=" not in mongo_url.lower():
         options["maxPoolSize"] = MAX_POOL_SIZE
     return AsyncMongoClient(
