@@ -131,7 +131,7 @@ screenshots: install web browser
 	@status=0; $(TEST_ENV) HOOKBAY_SCREENSHOTS=1 HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
 	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
 	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \
-	  $(UV) run --frozen pytest -p no:xdist tests/browser/test_accessibility.py || status=$$?; \
+	  $(UV) run --frozen pytest -n 0 tests/browser/test_accessibility.py || status=$$?; \
 	  $(TEST_ENV) $(INFRA) down; exit $$status
 
 bench: install web
