@@ -32,18 +32,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
+import uuid
+from asyncio.subprocess import PIPE
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchlib import ferretdb_version, machine, make_body, on_sigterm, percentile, write_doc_block
+from benchlib import (
+    ferretdb_version,
+    free_port,
+    local_env,
+    machine,
+    make_body,
+    on_sigterm,
+    percentile,
+    service,
+    write_doc_block,
+)
 from prometheus_client import CollectorRegistry
 
 from hookbay_common.clock import utcnow
@@ -333,7 +347,58 @@ async def retention_rate(data: DataSet) -> str:
 RETENTION_LINE = "Retention of half the data set at the last stage: "
 
 
-async def retention_only(mongo_url: str, *, write: bool) -> None:
+async def retention_under_load(data: DataSet, mongo_url: str, rate: int) -> str:
+    """``retention_rate`` while ingest takes ``rate`` requests/s (``scripts/bench.py``'s
+    open-loop client in its own process, signed JSON of 1 KB to a webhook of a plan without a
+    rate limit); the client's answer times before and during the pruning, to compare."""
+    import bench  # scripts/bench.py: its load client, plans and provisioning
+
+    env = local_env()
+    plans = Path(tempfile.mkdtemp(prefix="hookbay-retention-")) / "plans.yaml"
+    plans.write_text(bench.PLANS_YAML)
+    env.update(
+        HOOKBAY_MONGO_URL=f"{mongo_url.rstrip('/')}/{DB_NAME}",
+        HOOKBAY_KAFKA_NAMESPACE=f"bench.retention.{uuid.uuid4().hex[:8]}",
+        HOOKBAY_PLANS_FILE=str(plans),
+        HOOKBAY_LOG_LEVEL="WARNING",
+        HOOKBAY_INGEST_HOST="127.0.0.1",
+        HOOKBAY_INGEST_PORT=str(free_port()),
+        PYTHONPATH=str(ROOT),
+    )
+    bench.cli(env, "migrate")
+    bench.cli(env, "user", "create", bench.USER, "--plan", "bench", exists_ok=True)
+    bench.cli(env, "webhook", "create", bench.USER, bench.WEBHOOK, exists_ok=True)
+    port = env["HOOKBAY_INGEST_PORT"]
+
+    def client(seconds: float) -> tuple[dict[str, str], list[str]]:
+        load_env = env | {"BENCH_WARMUP_S": "2", "BENCH_DURATION_S": str(seconds)}
+        return load_env, [
+            sys.executable, str(ROOT / "scripts" / "bench.py"), "--load", port, str(rate)
+        ]  # fmt: skip
+
+    def summary(out: str) -> str:
+        r = json.loads(out.strip().splitlines()[-1])
+        return (
+            f"{r['sent']:,} sent, {r['errors']:,} not 200, p50 {r['p50_ms']:.1f} ms, "
+            f"p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.0f} ms"
+        )
+
+    ready = f"http://127.0.0.1:{port}/readyz"
+    with service([sys.executable, "-m", "hookbay_ingest"], env, ready):
+        load_env, argv = client(20)
+        first = await asyncio.create_subprocess_exec(*argv, env=load_env, stdout=PIPE)
+        before = (await first.communicate())[0].decode()
+        load_env, argv = client(120)
+        second = await asyncio.create_subprocess_exec(*argv, env=load_env, stdout=PIPE)
+        pruned = await retention_rate(data)
+        during = (await asyncio.wait_for(second.communicate(), 300))[0].decode()
+    return (
+        f"{pruned}; meanwhile ingest took {rate}/s: before the pruning (20 s) {summary(before)}; "
+        f"during it (the first 120 s) {summary(during)}"
+    )
+
+
+async def retention_only(mongo_url: str, *, write: bool, ingest_rate: int = 0) -> None:
     """Prune the older half of the kept data set (its seeding spread ``created_at`` over
     ``SPAN`` from its first event) and put the figure into the block of docs/benchmarks.md."""
     mongo = client.connect(f"{mongo_url.rstrip('/')}/{DB_NAME}")
@@ -345,7 +410,10 @@ async def retention_only(mongo_url: str, *, write: bool) -> None:
         if first is None:
             sys.exit("no kept data set: run with --keep --no-retention first")
         data = DataSet(db, first["first_at"], 0)
-        retention = await retention_rate(data)
+        if ingest_rate:
+            retention = await retention_under_load(data, mongo_url, ingest_rate)
+        else:
+            retention = await retention_rate(data)
     finally:
         await mongo.drop_database(DB_NAME)
         await mongo.close()
@@ -430,13 +498,17 @@ async def main() -> None:
         "on it) and add the figure to the block already written",
     )  # fmt: skip
     parser.add_argument(
+        "--ingest-rate", type=int, default=0,
+        help="with --retention-only: ingest takes this many requests/s meanwhile (measured)",
+    )  # fmt: skip
+    parser.add_argument(
         "--measure-kept", action="store_true",
         help="measure again on a kept data set (--keep --no-retention) and print the stage "
         "(writes nothing): to compare a change to the read paths without seeding again",
     )  # fmt: skip
     args = parser.parse_args()
     if args.retention_only:
-        await retention_only(args.mongo_url, write=not args.no_write)
+        await retention_only(args.mongo_url, write=not args.no_write, ingest_rate=args.ingest_rate)
         return
     if args.measure_kept:
         await measure_kept(args.mongo_url, args.samples)

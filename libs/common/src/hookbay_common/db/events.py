@@ -738,13 +738,13 @@ class EventRepository:
             return HeadPage([], None)
         low, top = bounds
         page = min(top, after.page) if after is not None else top
+        books: dict[int, dict[int, PageSummary]] = {}  # read once per call
         if until is not None and after is None:
-            page = await self._last_page_before(webhook_id, until, low, page)
+            page = await self._last_page_before(webhook_id, until, low, page, books)
         found: list[EventRow] = []
         pages: list[int] = []  # the page of each found row
         read = 0
         budget = MAX_PAGES_PER_LIST if contains is None else MAX_SEARCH_PAGES
-        books: dict[int, dict[int, PageSummary]] = {}
         while page >= low:
             if read == budget:
                 return HeadPage(found, EventCursor(page))
@@ -811,18 +811,23 @@ class EventRepository:
         doc = await self._pages.find_one({"_id": page_id(webhook_id, page)})
         return _summary(doc) if doc else None
 
-    async def _last_page_before(self, webhook_id: str, until: datetime, low: int, top: int) -> int:
+    async def _last_page_before(
+        self, webhook_id: str, until: datetime, low: int, top: int,
+        books: dict[int, dict[int, PageSummary]] | None = None,
+    ) -> int:  # fmt: skip
         """The highest page whose first event is older than ``until``: a binary search over
         the books (each holds its 100 pages' bounds: 4 reads for a webhook of a million
         events), then over the pages of the book found (pages follow arrival order, so
-        ``first_at`` grows with the page)."""
+        ``first_at`` grows with the page). ``books``: the books read, kept for the caller
+        (the walk that follows starts in the last book read)."""
+        books = {} if books is None else books
         lo, hi = low // BOOK_PAGES, top // BOOK_PAGES
         found = low
         while lo <= hi:
             mid = (lo + hi) // 2
-            pages = {
-                p: s for p, s in (await self._book(webhook_id, mid)).items() if low <= p <= top
-            }
+            if mid not in books:
+                books[mid] = await self._book(webhook_id, mid)
+            pages = {p: s for p, s in books[mid].items() if low <= p <= top}
             earlier = [p for p, s in pages.items() if s.first_at < until]
             if earlier or not pages:  # a book without pages: empty pages, kept in the walk
                 found = max(
