@@ -449,6 +449,7 @@ class StatsProcessor:
             datadir=str(s.stats_data_dir),
             web_enabled=False,
             topic_partitions=partitions,
+            topic_replication_factor=s.kafka_replication_factor,  # the topics faust makes itself
             table_standby_replicas=0,
             producer_acks=-1,
             broker_session_timeout=s.kafka_session_timeout_ms / 1000,
