@@ -375,6 +375,7 @@ class StatsProcessor:
         self.app: faust.App | None = None
         self.book: BucketBook | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._exit = EXIT_OK
         self._read_topics = {self.topics.events, self.topics.attempts, self.topics.stats_facts}
 
     # Process protocol (see app.py) -----------------------------------------------------------
@@ -389,7 +390,9 @@ class StatsProcessor:
         }
 
     def healthy(self) -> bool:
-        return True
+        """False once faust's app crashed (an agent or its consumer thread failed for good):
+        restarting the process is the cure."""
+        return self.app is None or not self.app.crashed or self._stopping.is_set()
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -424,7 +427,7 @@ class StatsProcessor:
             asyncio.create_task(self._observe()),
         ]
         await self._stopping.wait()
-        return EXIT_OK
+        return self._exit
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -557,6 +560,10 @@ class StatsProcessor:
 
     async def _observe(self) -> None:
         while True:
+            if self.app is not None and self.app.crashed and not self._stopping.is_set():
+                log.error("stats_crashed", error=type(self.app.crash_reason).__name__)
+                self._exit = EXIT_CRASHED
+                self.request_stop()
             self._broker_answers = await self.probe.answers()
             self.metrics.since_flush.set(time.monotonic() - self._last_flush_ok)
             if self.book is not None:
