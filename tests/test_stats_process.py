@@ -8,6 +8,7 @@ import asyncio
 import signal
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from tests.support.waiting import until
 from tests.test_forwarder_process import has, parse_metrics, process_env, settings_of
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
+LEAD = 200
+"""Events the restart test's stream runs ahead of what has been counted."""
 MINUTE = timedelta(minutes=1)
 
 
@@ -276,18 +279,22 @@ class TestRestarts:
                 c.failed += r.status_code == 500
         span = (T0, T0 + timedelta(hours=1))
 
-        async def feed() -> None:
-            """~15 s of steady load (pacing, not a timing assertion): long enough that both
-            stops fall mid-stream (a restart waits for the group to drop the killed member)."""
-            for start in range(0, len(records), 100):
-                await send(producer, fs, records[start : start + 100])
-                await asyncio.sleep(0.3)
-
         async def received_total() -> int:
             return sum([(await total(stats, w, *span)).received for w in webhooks])
 
         async def some_counted(more_than: int) -> bool:
             return await received_total() > more_than
+
+        async def feed() -> None:
+            """Slices of 100 records, each once the processor has counted all but ``LEAD`` of
+            the events sent: the stream waits while no processor runs, so both stops fall
+            mid-stream whatever the machine's speed."""
+            sent = 0
+            for start in range(0, len(records), 100):
+                chunk = records[start : start + 100]
+                await send(producer, fs, chunk)
+                sent += sum(isinstance(r, Event) for r in chunk)
+                await until(partial(some_counted, sent - LEAD - 1), 120, what="counting to follow")
 
         feeding = asyncio.create_task(feed())
         async with service_process("stats", penv, tmp_path / "first.log") as first:
@@ -302,8 +309,8 @@ class TestRestarts:
             assert await second.wait() == 0
         assert not feeding.done(), "stopped after the stream ended"
         assert "stats_stopped" in second.log_events()
-        await feeding
         async with service_process("stats", penv, tmp_path / "third.log") as third:
+            await feeding  # the rest of the stream, followed by the third
             await until(lambda: caught_up(third), 90, what="the third caught up")
             await flushed_after(third)
             totals = {w: await total(stats, w, *span) for w in webhooks}
