@@ -195,7 +195,7 @@ def facts_of(
             )  # fmt: skip
             continue
         bundle = bundles.setdefault(webhook_id, {"w": webhook_id, "u": username, "r": []})
-        bundle["r"].append([f"{src}{message.partition}", message.offset, at, counts.to_document()])
+        bundle["r"].append([f"{src}{message.partition}", message.offset, at, counts.to_text()])
         read[topic] += 1
     for topic, n in read.items():
         metrics.records.labels(topic).inc(n)
@@ -224,7 +224,7 @@ class BucketBook:
     """The buckets of the table, as the facts agent and the flush loop see them.
 
     ``data`` is the faust table's store: ``bucket_key -> {"w", "u", "z" ("m"|"h"), "t" (start,
-    Unix seconds), "p" (facts partition), "c" (counts document), "o" ({source partition: last
+    Unix seconds), "p" (facts partition), "c" (counts, ``Counts.to_text``), "o" ({source partition: last
     offset counted}), "v" (version)}`` and ``clock_key(p) -> newest event time of the
     partition`` (Unix seconds).
     ``send`` writes one key's new value (``None``: removed) to the changelog of a partition.
@@ -252,7 +252,7 @@ class BucketBook:
             webhook_id, username = bundle["w"], bundle["u"]
             clock = clocks.get(partition, self.data.get(clock_key(partition), 0))
             mine = touched[partition]
-            for src, offset, at_ms, counts_doc in bundle["r"]:
+            for src, offset, at_ms, counts_text in bundle["r"]:
                 at = at_ms // 1000
                 if at // MINUTE * MINUTE + MINUTE + self.grace <= clock:
                     self.late()
@@ -267,13 +267,13 @@ class BucketBook:
                     bucket, counts = work
                     if offset <= bucket["o"].get(src, -1):
                         continue  # counted before a restart: the fact was sent again
-                    counts.add_document(counts_doc)
+                    counts.add_text(counts_text)
                     bucket["o"][src] = offset
                 clock = max(clock, at)
             clocks[partition] = clock
         for partition, buckets in touched.items():
             for key, (bucket, counts) in buckets.items():
-                bucket["c"] = counts.to_document()
+                bucket["c"] = counts.to_text()
                 bucket["v"] += 1
                 self.data[key] = bucket
                 self.open[partition].add(key)
@@ -292,9 +292,9 @@ class BucketBook:
         stored = self.data.get(key)
         if stored is None:
             bucket = {"w": webhook_id, "u": username, "z": size, "t": at // unit * unit, "p": p,
-                      "c": {}, "o": {}, "v": 0}  # fmt: skip
+                      "c": "", "o": {}, "v": 0}  # fmt: skip
             return bucket, Counts()
-        return {**stored, "o": dict(stored["o"])}, Counts.from_document(stored["c"])
+        return {**stored, "o": dict(stored["o"])}, Counts().add_text(stored["c"])
 
     def closed(self, bucket: dict[str, Any], newest: float) -> bool:
         unit = MINUTE if bucket["z"] == "m" else HOUR
@@ -329,23 +329,22 @@ class BucketBook:
             self.data.pop(clock_key(partition), None)
             self.indexed.discard(partition)
 
-    def unwritten(
-        self, partitions: Iterable[int] | None = None
-    ) -> list[tuple[str, dict[str, Any]]]:
-        """Buckets changed since they were last written (all of them after a restart)."""
-        wanted = None if partitions is None else set(partitions)
+    def unwritten(self, partitions: Iterable[int]) -> list[tuple[str, dict[str, Any]]]:
+        """Buckets of ``partitions`` changed since they were last written (all of them after a
+        restart)."""
+        wanted = set(partitions)
         return [
             (key, value)
             for key, value in list(self.data.items())
             if not key.startswith(CLOCK_KEY)
-            and (wanted is None or value["p"] in wanted)
+            and value["p"] in wanted
             and self.written.get(key) != value["v"]
         ]
 
 
 def to_bucket(value: dict[str, Any]) -> Bucket:
     size: Size = "minute" if value["z"] == "m" else "hour"
-    return Bucket(value["w"], value["u"], size, value["t"], Counts.from_document(value["c"]))
+    return Bucket(value["w"], value["u"], size, value["t"], Counts().add_text(value["c"]))
 
 
 # --- the process -----------------------------------------------------------------------------
@@ -527,7 +526,7 @@ class StatsProcessor:
             await asyncio.sleep(self.settings.stats_flush_interval)
             await self._flush()
 
-    def _owned(self) -> set[int] | None:
+    def _owned(self) -> set[int]:
         if self.app is None:
             return set()
         return {

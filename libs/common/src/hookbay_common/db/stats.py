@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
@@ -40,22 +40,6 @@ CODE_CLASSES: Final = ("2xx", "3xx", "4xx", "5xx", "error")
 """Answer classes of attempts; ``error``: no HTTP answer (timeout, refused, TLS) or an odd code."""
 
 Size = Literal["minute", "hour"]
-
-# short document keys: a bucket is stored once per minute and webhook
-_KEYS: Final = {
-    "received": "r",
-    "rejected": "x",
-    "delivered": "d",
-    "failed": "f",
-    "retried": "t",
-    "replays": "p",
-    "attempts": "a",
-    "latency_count": "lc",
-    "latency_sum_ms": "ls",
-    "latency_histogram": "lh",
-    "codes": "c",
-}
-
 
 _SCALARS: Final = (
     "received", "rejected", "delivered", "failed", "retried", "replays", "attempts",
@@ -101,27 +85,12 @@ class Counts:
 
     def add(self, other: Counts) -> Counts:
         """Add ``other`` into this one (in place) and return it."""
-        return self.add_document(other.to_document())
-
-    def add_document(self, doc: Mapping[str, Any]) -> Counts:
-        """Add a stored entry (``to_document``'s shape) into this one, in place; the hot path of
-        every read, so written out rather than looped over ``fields``."""
-        get = doc.get
-        self.received += get("r", 0)
-        self.rejected += get("x", 0)
-        self.delivered += get("d", 0)
-        self.failed += get("f", 0)
-        self.retried += get("t", 0)
-        self.replays += get("p", 0)
-        self.attempts += get("a", 0)
-        self.latency_count += get("lc", 0)
-        self.latency_sum_ms += get("ls", 0)
-        if "lh" in doc:
-            self.latency_histogram = [
-                a + b for a, b in zip(self.latency_histogram, doc["lh"], strict=True)
-            ]
-        if "c" in doc:
-            self.codes = [a + b for a, b in zip(self.codes, doc["c"], strict=True)]
+        for name in _SCALARS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.latency_histogram = [
+            a + b for a, b in zip(self.latency_histogram, other.latency_histogram, strict=True)
+        ]
+        self.codes = [a + b for a, b in zip(self.codes, other.codes, strict=True)]
         return self
 
     def observe_latency(self, latency_ms: float) -> None:
@@ -165,8 +134,9 @@ class Counts:
         return float(LATENCY_BOUNDS_MS[-1])
 
     def to_text(self) -> str:
-        """The stored form: every count in ``_TEXT_ORDER``, comma-separated, trailing zeros
-        left out (``""``: nothing happened)."""
+        """The stored and sent form (MongoDB entries, the stats processor's facts and table):
+        every count in ``_SCALARS`` order, then the histogram and the codes, comma-separated,
+        trailing zeros left out (``""``: nothing happened)."""
         values: list[float] = [getattr(self, name) for name in _SCALARS]
         values += self.latency_histogram + self.codes
         while values and not values[-1]:
@@ -174,7 +144,8 @@ class Counts:
         return ",".join(_number(v) for v in values)
 
     def add_text(self, text: str) -> Counts:
-        """Add a stored entry (``to_text``) into this one, in place: the hot path of reads."""
+        """Add a stored entry (``to_text``) into this one, in place: the hot path of reads and
+        of the stats processor."""
         if not text:
             return self
         parts = text.split(",")
@@ -188,24 +159,6 @@ class Counts:
         for i, n in enumerate(rest[bins:]):
             self.codes[i] += n
         return self
-
-    def to_document(self) -> dict[str, Any]:
-        """Short keys, zeros left out (an all-zero list too)."""
-        doc: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if any(value) if isinstance(value, list) else value:
-                doc[_KEYS[f.name]] = list(value) if isinstance(value, list) else value
-        return doc
-
-    @classmethod
-    def from_document(cls, doc: Mapping[str, Any]) -> Counts:
-        counts = cls()
-        for name, key in _KEYS.items():
-            if key in doc:
-                value = doc[key]
-                setattr(counts, name, list(value) if isinstance(value, list) else value)
-        return counts
 
 
 @dataclass(frozen=True)
