@@ -8,6 +8,12 @@ at once). One JSON line per answer is appended to ``OUT`` and flushed at once, s
 progress while the load runs: ``n``, ``target``, ``status`` (0: no HTTP answer), ``request_id``,
 ``retry_after``, ``body``, ``sent`` and ``answered`` (``time.time()``). SIGTERM: stop starting
 requests, wait for those in flight, exit 0.
+
+``--mix`` (the chaos suite): bodies of every kind and size instead — JSON, form-encoded and
+binary, 1 KB to 500 KB (``mixed_body``) — and lines carry ``sha256``, ``size`` and
+``content_type`` instead of ``body``. ``--base`` given several times (ingest replicas): request
+``n`` goes to base ``n`` modulo their number and, when that base refuses the connection (nothing
+was sent), to the next, as a load balancer retries another upstream.
 """
 
 from __future__ import annotations
@@ -19,42 +25,91 @@ import hashlib
 import hmac
 import json
 import os
+import random
 import signal
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
 
+KB = 1024
+SIZES = ((0.90, 1 * KB, 4 * KB), (0.09, 4 * KB, 64 * KB), (0.01, 64 * KB, 500 * KB))
+"""``--mix`` body sizes: (share, smallest, largest); mean ~8 KB, so 150 requests/s stay within
+what the embedded store records on two cores while every size class still occurs each second."""
+
+
+def mixed_body(n: int) -> tuple[bytes, str]:
+    """Request ``n``'s body and content type: JSON, form-encoded or binary (in turn), its size
+    drawn from ``SIZES``; reproducible from ``n``, unique by its ``n`` and random bytes."""
+    rng = random.Random(n)
+    draw, size = rng.random(), 1 * KB
+    for share, smallest, largest in SIZES:
+        if draw < share:
+            size = rng.randint(smallest, largest)
+            break
+        draw -= share
+    kind = n % 3
+    if kind == 0:
+        pad = os.urandom(size // 2).hex()[: max(0, size - 40)]
+        return json.dumps({"n": n, "pad": pad}).encode(), "application/json"
+    if kind == 1:
+        pad = urllib.parse.quote(os.urandom(size // 3).hex() + "&=é ü")
+        return f"n={n}&pad={pad}".encode()[: max(size, 16)], "application/x-www-form-urlencoded"
+    return n.to_bytes(8, "big") + os.urandom(max(0, size - 8)), "application/octet-stream"
+
 
 async def one(
-    client: httpx.AsyncClient, n: int, target: int, spec: dict[str, str], out: IO[str]
-) -> None:
-    body = json.dumps({"n": n, "target": target, "pad": os.urandom(8).hex()}).encode()
-    signature = hmac.new(spec["secret"].encode(), body, hashlib.sha256).hexdigest()
-    headers = {"content-type": "application/json", "x-service-signature": f"sha256={signature}"}
-    sent = time.time()
-    line: dict[str, Any] = {"n": n, "target": target, "body": body.decode(), "sent": sent}
-    try:
-        response = await client.post(spec["path"], content=body, headers=headers)
-    except httpx.HTTPError as exc:
-        line.update(status=0, error=type(exc).__name__)
+    client: httpx.AsyncClient, bases: list[str], n: int, target: int, spec: dict[str, str],
+    out: IO[str], *, mix: bool = False,
+) -> None:  # fmt: skip
+    if mix:
+        body, content_type = mixed_body(n)
     else:
+        body = json.dumps({"n": n, "target": target, "pad": os.urandom(8).hex()}).encode()
+        content_type = "application/json"
+    signature = hmac.new(spec["secret"].encode(), body, hashlib.sha256).hexdigest()
+    headers = {"content-type": content_type, "x-service-signature": f"sha256={signature}"}
+    sent = time.time()
+    line: dict[str, Any] = {"n": n, "target": target, "sent": sent}
+    if mix:
+        line.update(
+            sha256=hashlib.sha256(body).hexdigest(), size=len(body), content_type=content_type
+        )
+    else:
+        line["body"] = body.decode()
+    response: httpx.Response | None = None
+    for turn in range(len(bases)):
+        base = bases[(n + turn) % len(bases)]
+        line["base"] = base
+        try:
+            response = await client.post(base + spec["path"], content=body, headers=headers)
+        except httpx.ConnectError as exc:  # refused: nothing was sent, another upstream may take it
+            line.update(status=0, error=type(exc).__name__)
+            continue
+        except httpx.HTTPError as exc:
+            line.update(status=0, error=type(exc).__name__)
+        break
+    if response is not None:
         request_id = None
         if response.status_code == 200:
             request_id = response.json()["requestId"]
+        line.pop("error", None)
         line.update(
             status=response.status_code, request_id=request_id,
             retry_after=response.headers.get("retry-after"),
         )  # fmt: skip
+        if response.status_code != 200:
+            line["answer"] = response.text[:300]
     line["answered"] = time.time()
     out.write(json.dumps(line) + "\n")
     out.flush()
 
 
-async def run(base: str, targets: list[dict[str, str]], out_path: Path, rate: float,
-              in_flight: int) -> None:  # fmt: skip
+async def run(bases: list[str], targets: list[dict[str, str]], out_path: Path, rate: float,
+              in_flight: int, *, mix: bool = False) -> None:  # fmt: skip
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stopping.set)
@@ -64,7 +119,7 @@ async def run(base: str, targets: list[dict[str, str]], out_path: Path, rate: fl
     slots = asyncio.Semaphore(in_flight)
     tasks: set[asyncio.Task[None]] = set()
     with out_path.open("a") as out:
-        async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
             started = time.monotonic()
             n = 0
             while not stopping.is_set():
@@ -73,7 +128,7 @@ async def run(base: str, targets: list[dict[str, str]], out_path: Path, rate: fl
                 async def request(n: int = n) -> None:
                     try:
                         target = n % len(targets)
-                        await one(client, n, target, targets[target], out)
+                        await one(client, bases, n, target, targets[target], out, mix=mix)
                     finally:
                         slots.release()
 
@@ -93,12 +148,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("targets", type=Path)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--base", required=True)
+    parser.add_argument("--base", required=True, action="append")
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--in-flight", type=int, default=200)
+    parser.add_argument("--mix", action="store_true")
     args = parser.parse_args()
     targets = json.loads(args.targets.read_text())
-    asyncio.run(run(args.base, targets, args.out, args.rate, args.in_flight))
+    asyncio.run(run(args.base, targets, args.out, args.rate, args.in_flight, mix=args.mix))
     sys.exit(0)
 
 

@@ -97,12 +97,13 @@ class ServiceProcess:
 
 @contextlib.asynccontextmanager
 async def service_process(
-    role: str, env: dict[str, str], log_path: Path, *, ready: bool = True
+    role: str, env: dict[str, str], log_path: Path, *, ready: bool = True, port: int | None = None
 ) -> AsyncIterator[ServiceProcess]:
     """The ``role``'s process (see ``COMMANDS``) with ``env`` and its HTTP endpoints on a free
-    loopback port; yielded once ``/readyz`` answers 200 (or, with ``ready=False``, once
-    ``/healthz`` does). Killed on exit unless the test ended it."""
-    port = free_port()
+    loopback port (or ``port``: a replica restarted where its clients know it); yielded once
+    ``/readyz`` answers 200 (or, with ``ready=False``, once ``/healthz`` does). Killed on exit
+    unless the test ended it."""
+    port = port or free_port()
     port_variable, host_variable = LISTEN_VARIABLES[role]
     with log_path.open("ab") as log:
         proc = await asyncio.create_subprocess_exec(

@@ -1,0 +1,126 @@
+"""The chaos suite's checker: every request answered 200 is in Kafka, stored with its final status
+and delivered at least once, byte-exact; during a fault the only other answer is the documented
+503 with ``Retry-After``.
+
+It works on four plain views of a run, so it can be proven on planted faults (``test_checker``,
+and ``python -m tests.chaos``'s self-check on a real run's data):
+
+- ``answers``: the load client's lines (``tests/support/load.py --mix``);
+- ``in_kafka``: request id → body SHA-256 of every event record on the events topic;
+- ``stored``: request id → (status, body SHA-256) of every event the store lists;
+- ``deliveries``: the destination's lines (``tests/chaos/destination.py``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+FINAL = "success"
+"""The final status every accepted event must reach: the destination answers 200 in the end."""
+
+
+@dataclass
+class Verdict:
+    sent: int = 0
+    accepted: int = 0
+    unavailable: int = 0
+    """503 answers with ``Retry-After`` (the documented answer while a dependency is away)."""
+    unexpected: dict[str, int] = field(default_factory=dict)
+    """Any other answer, by status (``0``: none at all; ``503-no-retry-after``)."""
+    lost_in_kafka: int = 0
+    corrupt_in_kafka: int = 0
+    lost_in_store: int = 0
+    corrupt_in_store: int = 0
+    not_final: dict[str, int] = field(default_factory=dict)
+    """Stored accepted events whose status is not ``success``, by status."""
+    undelivered: int = 0
+    corrupt_deliveries: int = 0
+    duplicate_deliveries: int = 0
+    """Successful deliveries beyond the first of a request (at-least-once: allowed, counted)."""
+    stored_unacknowledged: int = 0
+    """Stored events whose request got no 200 (a 503 after a produce timeout may still have been
+    written, README: allowed, counted)."""
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.unexpected or self.lost_in_kafka or self.corrupt_in_kafka or self.lost_in_store
+            or self.corrupt_in_store or self.not_final or self.undelivered
+            or self.corrupt_deliveries
+        )  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def check(
+    answers: Iterable[Mapping[str, Any]],
+    in_kafka: Mapping[str, str],
+    stored: Mapping[str, tuple[str, str]],
+    deliveries: Iterable[Mapping[str, Any]],
+    *,
+    examples: int = 10,
+) -> Verdict:
+    verdict = Verdict()
+    expected: dict[str, str] = {}
+    unexpected: Counter[str] = Counter()
+
+    def example(text: str) -> None:
+        if len(verdict.examples) < examples:
+            verdict.examples.append(text)
+
+    for answer in answers:
+        verdict.sent += 1
+        status = int(answer["status"])
+        if status == 200:
+            verdict.accepted += 1
+            expected[str(answer["request_id"])] = str(answer["sha256"])
+        elif status == 503 and answer.get("retry_after"):
+            verdict.unavailable += 1
+        else:
+            kind = "503-no-retry-after" if status == 503 else str(status)
+            unexpected[kind] += 1
+            example(f"answer {kind} to request {answer['n']}: {answer.get('answer', '')[:120]}")
+    verdict.unexpected = dict(unexpected)
+
+    delivered: Counter[str] = Counter()
+    for delivery in deliveries:
+        if int(delivery["status"]) != 200:
+            continue
+        request_id = str(delivery["request_id"])
+        delivered[request_id] += 1
+        want = expected.get(request_id, in_kafka.get(request_id))
+        if want is not None and delivery["sha256"] != want:
+            verdict.corrupt_deliveries += 1
+            example(f"delivered {request_id} with other bytes")
+    verdict.duplicate_deliveries = sum(count - 1 for count in delivered.values() if count > 1)
+
+    not_final: Counter[str] = Counter()
+    for request_id, sha in expected.items():
+        if request_id not in in_kafka:
+            verdict.lost_in_kafka += 1
+            example(f"{request_id} answered 200, not in Kafka")
+        elif in_kafka[request_id] != sha:
+            verdict.corrupt_in_kafka += 1
+            example(f"{request_id} in Kafka with other bytes")
+        if request_id not in stored:
+            verdict.lost_in_store += 1
+            example(f"{request_id} answered 200, not stored")
+        else:
+            stored_status, stored_sha = stored[request_id]
+            if stored_sha != sha:
+                verdict.corrupt_in_store += 1
+                example(f"{request_id} stored with other bytes")
+            if stored_status != FINAL:
+                not_final[stored_status] += 1
+                example(f"{request_id} stored as {stored_status}")
+        if request_id not in delivered:
+            verdict.undelivered += 1
+            example(f"{request_id} answered 200, never delivered")
+    verdict.not_final = dict(not_final)
+    verdict.stored_unacknowledged = sum(1 for request_id in stored if request_id not in expected)
+    return verdict

@@ -1,0 +1,102 @@
+"""The chaos suite's destination: a process of its own that every webhook forwards to.
+
+``python -m tests.chaos.destination --port P --log FILE``. Every request is answered by the
+current mode and written down as one JSON line (flushed at once): ``request_id`` and ``event_id``
+(the forwarder's ``X-Hookbay-*`` headers), ``attempt``, ``sha256`` and ``size`` of the body,
+``status`` answered (0: held until the forwarder gave up) and ``at`` (``time.time()``). Bodies are
+not kept: a run moves gigabytes.
+
+Modes, set by ``POST /_chaos/mode`` with ``{"mode": ...}``: ``ok`` (200), ``unavailable`` (503)
+and ``hang`` (no answer until the forwarder's timeout ends the request). SIGTERM ends it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import uvicorn
+from starlette.types import Receive, Scope, Send
+
+MODES = {"ok": 200, "unavailable": 503, "hang": 0}
+HANG = 600.0
+"""How long a ``hang`` holds a request: far beyond any forward timeout, so the forwarder's ends it."""
+
+
+class Destination:
+    def __init__(self, log: IO[str]) -> None:
+        self.mode = "ok"
+        self._log = log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                kind = (await receive())["type"]
+                await send({"type": f"{kind}.complete"})  # lifespan.startup / .shutdown
+                if kind == "lifespan.shutdown":
+                    return
+        assert scope["type"] == "http"
+        control = scope["path"] == "/_chaos/mode"
+        digest, size, kept = hashlib.sha256(), 0, bytearray()
+        while True:
+            message = await receive()
+            chunk = message.get("body", b"")
+            digest.update(chunk)
+            size += len(chunk)
+            if control:
+                kept += chunk
+            if not message.get("more_body"):
+                break
+        if control:
+            if scope["method"] == "POST":
+                mode = json.loads(kept)["mode"]
+                assert mode in MODES, mode
+                self.mode = mode
+            return await _answer(send, 200, json.dumps({"mode": self.mode}).encode())
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        status = MODES[self.mode]
+        line: dict[str, Any] = {
+            "request_id": headers.get("x-hookbay-request-id"),
+            "event_id": headers.get("x-hookbay-event-id"),
+            "attempt": headers.get("x-hookbay-attempt"), "path": scope["path"],
+            "sha256": digest.hexdigest(), "size": size, "status": status, "at": time.time(),
+        }  # fmt: skip
+        if status == 0:  # written first: the forwarder's timeout cancels what follows
+            self._write(line)
+            await asyncio.sleep(HANG)
+            return
+        await _answer(send, status, b"ok" if status == 200 else b"unavailable")
+        self._write(line)
+
+    def _write(self, line: dict[str, Any]) -> None:
+        self._log.write(json.dumps(line) + "\n")
+        self._log.flush()
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    await send({
+        "type": "http.response.start", "status": status,
+        "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--log", type=Path, required=True)
+    args = parser.parse_args()
+    with args.log.open("a") as log:
+        uvicorn.run(
+            Destination(log), host="127.0.0.1", port=args.port, log_level="warning",
+            access_log=False, timeout_graceful_shutdown=1,
+        )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

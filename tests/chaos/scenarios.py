@@ -1,0 +1,200 @@
+"""The chaos scenarios: one fault each, injected mid-stream under steady load, then drained and
+checked (``checker.check``). Each fault function injects the fault, holds it, ends it and returns
+once the faulty part is back (restarted and ready); the runner measures around it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hookbay_common.db import Collections
+from hookbay_common.db.documents import body_to_document
+from tests.chaos.checker import Verdict, check
+from tests.chaos.stack import Infra, Stack
+from tests.support.waiting import until
+
+HOLD = 10.0
+"""How long a fault lasts (the issue: "for 10 s" where it names a time)."""
+WARM = 10.0
+AFTER = 15.0
+DRAIN = 300.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    fault: Callable[[Stack], Awaitable[None]]
+
+
+async def _hold(since: float, seconds: float = HOLD) -> None:
+    await asyncio.sleep(max(0.0, since + seconds - time.monotonic()))  # the fault's duration
+
+
+async def no_fault(stack: Stack) -> None:
+    del stack
+
+
+def _killed(key: str) -> Callable[[Stack], Awaitable[None]]:
+    async def fault(stack: Stack) -> None:
+        began = time.monotonic()
+        stack.processes[key].kill()
+        await stack.processes[key].wait()
+        await _hold(began, 5.0)
+        await stack.start(key)
+
+    return fault
+
+
+def _servers_restarted(*names: str) -> Callable[[Stack], Awaitable[None]]:
+    async def fault(stack: Stack) -> None:
+        began = time.monotonic()
+        await stack.infra.down(*reversed(names))
+        await _hold(began)
+        await stack.infra.up(*names)
+
+    return fault
+
+
+async def ingest_replica_terminated(stack: Stack) -> None:
+    began = time.monotonic()
+    replica = stack.processes["ingest-1"]
+    replica.terminate()
+    assert await replica.wait(60) == 0, replica.tail()
+    await _hold(began)
+    await stack.start("ingest-1")
+
+
+async def destination_unavailable_then_hanging(stack: Stack) -> None:
+    began = time.monotonic()
+    await stack.destination_mode("unavailable")
+    await _hold(began)
+    await stack.destination_mode("hang")
+    await _hold(began, 2 * HOLD)
+    await stack.destination_mode("ok")
+
+
+async def store_refuses_writes(stack: Stack) -> None:
+    """PostgreSQL under FerretDB turns read-only (every write refused, as on a full disk) for
+    ``2 * HOLD`` seconds, then writable again."""
+    began = time.monotonic()
+    await stack.infra.psql("ALTER SYSTEM SET default_transaction_read_only = on")
+    await stack.infra.psql("SELECT pg_reload_conf()")
+    try:
+        await _hold(began, 2 * HOLD)
+    finally:
+        await stack.infra.psql("ALTER SYSTEM RESET default_transaction_read_only")
+        await stack.infra.psql("SELECT pg_reload_conf()")
+
+
+SCENARIOS = [
+    Scenario("baseline", "no fault (and the checker's self-check on its data)", no_fault),
+    Scenario(
+        "forwarder-kill", "kill -9 of the forwarder, restarted 5 s later", _killed("forwarder")
+    ),
+    Scenario("recorder-kill", "kill -9 of the recorder, restarted 5 s later", _killed("recorder")),
+    Scenario("kafka-restart", "Kafka stopped for 10 s, then started", _servers_restarted("kafka")),
+    Scenario(
+        "store-restart",
+        "FerretDB and its PostgreSQL stopped for 10 s, then started",
+        _servers_restarted("postgres", "ferretdb"),
+    ),
+    Scenario(
+        "ingest-sigterm",
+        "SIGTERM of one ingest replica (the other serving), back 10 s later",
+        ingest_replica_terminated,
+    ),
+    Scenario(
+        "destination-down",
+        "the destination answers 503 for 10 s, then hangs for 10 s",
+        destination_unavailable_then_hanging,
+    ),
+    Scenario("redis-stop", "Redis stopped for 10 s, then started", _servers_restarted("redis")),
+    Scenario(
+        "store-read-only",
+        "the store's PostgreSQL refuses every write for 20 s (disk full)",
+        store_refuses_writes,
+    ),
+]
+
+
+async def run(infra: Infra, scenario: Scenario, workdir: Path, rate: float) -> dict[str, Any]:
+    """One scenario from a fresh stack to its figures (``verdict`` included)."""
+    async with Stack(infra, scenario.name, workdir / scenario.name) as stack:
+        await stack.start_load(rate)
+        await until(lambda: len(stack.accepted()) >= rate * WARM * 0.8, 120, interval=0.2,
+                    what="load accepted before the fault")  # fmt: skip
+        fault_at = time.time()
+        await scenario.fault(stack)
+        back_at = time.time()
+        before = {str(a["request_id"]) for a in stack.accepted()}
+        await until(lambda: len(stack.accepted(back_at)) > 0, 120, interval=0.05,
+                    what="ingest answers 200 after the fault")  # fmt: skip
+        first_200 = min(a["answered"] for a in stack.accepted(back_at)) - back_at
+        await until(lambda: before <= stack.delivered(), DRAIN, interval=0.2,
+                    what="everything accepted before the fault's end delivered")  # fmt: skip
+        caught_up = time.time() - back_at
+        await until(lambda: len(stack.accepted(back_at)) >= rate * AFTER * 0.8, 120,
+                    interval=0.2, what="load accepted after the fault")  # fmt: skip
+        await stack.stop_load()
+        stopped_at = time.time()
+        stored = await stack.drained(DRAIN)
+        drain = time.time() - stopped_at
+        in_kafka = await stack.in_kafka()
+        verdict = check(stack.answers(), in_kafka, stored, stack.deliveries())
+        figures: dict[str, Any] = {
+            "scenario": scenario.name, "title": scenario.title,
+            "fault_s": round(back_at - fault_at, 1), "first_200_after_s": round(first_200, 2),
+            "caught_up_s": round(caught_up, 1), "drain_s": round(drain, 1),
+            "unavailable_during_fault": sum(
+                1 for a in stack.answers()
+                if a["status"] == 503 and fault_at <= a["sent"] <= back_at + 30
+            ),
+            "exited": stack.exited(), "verdict": verdict.as_dict(),
+        }  # fmt: skip
+        if scenario.name == "baseline":
+            figures["self_check"] = await self_check(stack, in_kafka, stored, verdict)
+        return figures
+
+
+async def self_check(
+    stack: Stack, in_kafka: dict[str, str], stored: dict[str, tuple[str, str]], clean: Verdict
+) -> dict[str, Any]:
+    """Plant faults in the real store and destination log of a drained run — events deleted,
+    bodies overwritten, deliveries repeated and one with other bytes — and check that the checker
+    counts exactly those on top of what the clean run had."""
+    accepted = [str(a["request_id"]) for a in stack.accepted()]
+    lose, corrupt, repeat, bad = accepted[10:13], accepted[20:22], accepted[30:34], accepted[40:41]
+    events, bodies = stack.db[Collections.EVENTS], stack.db[Collections.EVENT_BODIES]
+    for request_id in lose:
+        await events.delete_one({"request_id": request_id})
+    for request_id in corrupt:
+        head = await events.find_one({"request_id": request_id})
+        assert head is not None
+        await bodies.update_one(
+            {"_id": head["_id"]}, {"$set": body_to_document("request_body", b"planted")}
+        )
+    firsts: dict[str, dict[str, Any]] = {}
+    for line in stack.deliveries():
+        if line["status"] == 200:
+            firsts.setdefault(line["request_id"], line)
+    with stack.deliveries.path.open("a") as log:
+        for request_id in repeat:
+            log.write(json.dumps(firsts[request_id]) + "\n")
+        for request_id in bad:
+            log.write(json.dumps(dict(firsts[request_id], sha256="0" * 64)) + "\n")
+    verdict = check(stack.answers(), in_kafka, await stack.stored(), stack.deliveries())
+    planted = {"lost_in_store": 3, "corrupt_in_store": 2, "duplicate_deliveries": 5,
+               "corrupt_deliveries": 1}  # fmt: skip
+    counted = {
+        "lost_in_store": verdict.lost_in_store - clean.lost_in_store,
+        "corrupt_in_store": verdict.corrupt_in_store - clean.corrupt_in_store,
+        "duplicate_deliveries": verdict.duplicate_deliveries - clean.duplicate_deliveries,
+        "corrupt_deliveries": verdict.corrupt_deliveries - clean.corrupt_deliveries,
+    }
+    return {"planted": planted, "counted": counted, "exact": planted == counted}

@@ -1,0 +1,317 @@
+"""The chaos suite's private stack: its own Kafka, FerretDB, PostgreSQL and Redis (own ports, own
+data under ``.cache/chaos-run``, never the ``make run`` or ``make test`` servers), and per scenario
+a fresh database and topic namespace with every hookbay process — two ingest replicas, forwarder,
+recorder, stats processor, dashboard — the destination and the load client as real processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import SecretStr
+
+from hookbay_common.db import EventRepository, UserRepository, WebhookRepository
+from hookbay_common.db import client as db_client
+from hookbay_common.kafka import ensure_configured_topics
+from hookbay_common.secrets_box import SecretBox
+from hookbay_common.settings import Settings
+from hookbay_common.topics import MAX_MESSAGE_BYTES
+from hookbay_common.wire import decode_event
+from tests.support.broker import ROOT, PrivateServer
+from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
+from tests.support.kafka import partitions_of
+from tests.support.net import free_port
+from tests.support.processes import ServiceProcess, service_process
+from tests.support.waiting import until
+
+RUN_DIR = ROOT / ".cache" / "chaos-run"
+KAFKA_PORT, MONGO_PORT, REDIS_PORT, PG_PORT = 39092, 37017, 36379, 35433
+INFRA_ENV = {
+    "HOOKBAY_INFRA_KAFKA_PORT": str(KAFKA_PORT), "HOOKBAY_INFRA_MONGO_PORT": str(MONGO_PORT),
+    "HOOKBAY_INFRA_REDIS_PORT": str(REDIS_PORT), "HOOKBAY_INFRA_PG_PORT": str(PG_PORT),
+}  # fmt: skip
+SERVERS = ("postgres", "ferretdb", "kafka", "redis")  # in start order
+OWNERS = 20
+ROLES = ("recorder", "forwarder", "stats", "ingest-1", "ingest-2", "dashboard")
+SERVICE_ENV = {
+    # retries close together, so a drain after a destination outage takes seconds, not hours
+    "HOOKBAY_RETRY_SCHEDULE": "0,2s,5s,10s,20s,30s,60s",
+    # a hanging destination times out well within a scenario
+    "HOOKBAY_FORWARD_TIMEOUT": "3",
+    "HOOKBAY_KAFKA_PARTITIONS": "6",
+    "HOOKBAY_ALLOW_PRIVATE_DESTINATIONS": "true",
+    "HOOKBAY_SECRET_KEY": TEST_SECRET_KEY,
+    "HOOKBAY_STATS_GRACE": "600",
+}
+
+
+class Infra:
+    """The private servers, each started, stopped and killed through ``deploy/local/infra.sh``."""
+
+    def __init__(self, run_dir: Path = RUN_DIR) -> None:
+        self.run_dir = run_dir
+        self.servers = {name: PrivateServer(name, run_dir, INFRA_ENV) for name in SERVERS}
+        self.kafka = f"127.0.0.1:{KAFKA_PORT}"
+        self.mongo = f"mongodb://127.0.0.1:{MONGO_PORT}"
+        self.redis = f"redis://127.0.0.1:{REDIS_PORT}/0"
+
+    async def up(self, *names: str) -> None:
+        for name in names or SERVERS:
+            await self.servers[name].up()
+
+    async def down(self, *names: str) -> None:
+        for name in names or tuple(reversed(SERVERS)):
+            await self.servers[name].down()
+
+    async def psql(self, sql: str) -> str:
+        """A statement on the store's PostgreSQL, as its owner."""
+        proc = await asyncio.create_subprocess_exec(
+            "runuser", "-u", "hookbay-pg", "--", "psql", "-h", "127.0.0.1", "-p", str(PG_PORT),
+            "-U", "hookbay", "-d", "ferretdb", "-tAc", sql,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        async with asyncio.timeout(60):
+            output, _ = await proc.communicate()
+        assert proc.returncode == 0, output.decode()
+        return output.decode().strip()
+
+
+@dataclass
+class Target:
+    path: str
+    secret: str
+    webhook_id: str
+
+
+@dataclass
+class Lines:
+    """A JSON-lines file another process appends to, read incrementally (whole lines only)."""
+
+    path: Path
+    read: list[dict[str, Any]] = field(default_factory=list)
+    _offset: int = 0
+
+    def __call__(self) -> list[dict[str, Any]]:
+        if self.path.exists():
+            with self.path.open("rb") as file:
+                file.seek(self._offset)
+                chunk = file.read()
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self._offset += len(complete)
+            self.read.extend(json.loads(line) for line in complete.splitlines())
+        return self.read
+
+
+class Stack:
+    """One scenario's hookbay on ``infra``: a fresh database and namespace, ``OWNERS`` pro-plan
+    owners each with a signed webhook forwarding to the destination; every process started by
+    ``__aenter__`` and stopped (load first) by ``__aexit__``."""
+
+    def __init__(self, infra: Infra, name: str, workdir: Path) -> None:
+        self.infra = infra
+        self.name = name
+        self.workdir = workdir
+        tag = uuid.uuid4().hex[:6]
+        self.env = {
+            **SERVICE_ENV, "HOOKBAY_KAFKA_BOOTSTRAP": infra.kafka,
+            "HOOKBAY_MONGO_URL": f"{infra.mongo}/chaos_{name}_{tag}",
+            "HOOKBAY_REDIS_URL": infra.redis, "HOOKBAY_KAFKA_NAMESPACE": f"chaos.{name}.{tag}",
+        }  # fmt: skip
+        fields: dict[str, Any] = {
+            k.removeprefix("HOOKBAY_").lower(): v for k, v in self.env.items()
+        }
+        self.settings = Settings(**fields)
+        self.processes: dict[str, ServiceProcess] = {}
+        self.targets: list[Target] = []
+        self.answers = Lines(workdir / "answers.jsonl")
+        self.deliveries = Lines(workdir / "deliveries.jsonl")
+        self.destination_port = free_port()
+        self._ports: dict[str, int] = {}
+        self._stack = contextlib.AsyncExitStack()
+        self._load: asyncio.subprocess.Process | None = None
+        self._destination: asyncio.subprocess.Process | None = None
+        self._mongo = db_client.connect(self.env["HOOKBAY_MONGO_URL"], socket_timeout_ms=30_000)
+        self.db = db_client.database(self._mongo)
+
+    @property
+    def destination(self) -> str:
+        return f"http://127.0.0.1:{self.destination_port}"
+
+    async def __aenter__(self) -> Stack:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        await ensure_configured_topics(self.settings)
+        await db_client.migrate(self.db)
+        self._destination = await _spawn(
+            [sys.executable, "-m", "tests.chaos.destination", "--port",
+             str(self.destination_port), "--log", str(self.deliveries.path)],
+            self.workdir / "destination.log",
+        )  # fmt: skip
+        await until(self._destination_answers, 30, interval=0.1, what="destination listening")
+        await self._owners()
+        for role in ROLES:
+            await self.start(role)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.stop_load()
+            await self._stack.aclose()
+        finally:
+            if self._destination is not None and self._destination.returncode is None:
+                self._destination.terminate()
+                async with asyncio.timeout(30):
+                    await self._destination.wait()
+            await self._mongo.close()
+
+    async def _destination_answers(self) -> bool:
+        try:
+            async with httpx.AsyncClient(timeout=2) as client:
+                return (await client.get(self.destination + "/_chaos/mode")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    async def _owners(self) -> None:
+        users = UserRepository(self.db)
+        webhooks = WebhookRepository(self.db, SecretBox(TEST_SECRET_KEY))
+        for i in range(OWNERS):
+            user = await users.create(create_user(plan="pro"))
+            secret = uuid.uuid4().hex
+            hook = await webhooks.create(create_webhook(
+                username=user.username, name=f"chaos-{i}", secret=SecretStr(secret),
+                forward_url=f"{self.destination}/{user.username}",
+            ))  # fmt: skip
+            self.targets.append(Target(f"/w/{user.username}/{hook.name}", secret, hook.id))
+        (self.workdir / "targets.json").write_text(
+            json.dumps([{"path": t.path, "secret": t.secret} for t in self.targets])
+        )
+
+    async def start(self, key: str) -> ServiceProcess:
+        """Start (or start again) the process ``key`` (a role, ``ingest-N`` for a replica, which
+        comes back on its port); returns once it is ready."""
+        role = key.split("-")[0]
+        process = await self._stack.enter_async_context(service_process(
+            role, self.env, self.workdir / f"{key}.log", port=self._ports.get(key),
+        ))  # fmt: skip
+        self._ports[key] = int(process.base.rsplit(":", 1)[1])
+        self.processes[key] = process
+        return process
+
+    @property
+    def ingest_bases(self) -> list[str]:
+        return [p.base for k, p in sorted(self.processes.items()) if k.startswith("ingest")]
+
+    async def start_load(self, rate: float) -> None:
+        bases = [arg for base in self.ingest_bases for arg in ("--base", base)]
+        self._load = await _spawn(
+            [sys.executable, "-m", "tests.support.load", str(self.workdir / "targets.json"),
+             str(self.answers.path), *bases, "--rate", str(rate), "--mix"],
+            self.workdir / "load.log",
+        )  # fmt: skip
+
+    async def stop_load(self) -> None:
+        if self._load is not None and self._load.returncode is None:
+            self._load.terminate()
+            async with asyncio.timeout(120):
+                await self._load.wait()
+
+    async def destination_mode(self, mode: str) -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            answer = await client.post(self.destination + "/_chaos/mode", json={"mode": mode})
+            answer.raise_for_status()
+
+    def accepted(self, since: float = 0.0) -> list[dict[str, Any]]:
+        return [a for a in self.answers() if a["status"] == 200 and a["sent"] >= since]
+
+    def delivered(self) -> set[str]:
+        return {str(d["request_id"]) for d in self.deliveries() if d["status"] == 200}
+
+    async def in_kafka(self) -> dict[str, str]:
+        """Request id → body SHA-256 of every record on the events topic, read to its end."""
+        topic = self.settings.topics.events
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.infra.kafka, enable_auto_commit=False,
+            fetch_max_bytes=32 * 1024 * 1024, max_partition_fetch_bytes=MAX_MESSAGE_BYTES,
+        )  # fmt: skip
+        found: dict[str, str] = {}
+        await consumer.start()
+        try:
+            assigned = [
+                TopicPartition(topic, p) for p in await partitions_of(self.infra.kafka, topic)
+            ]
+            consumer.assign(assigned)
+            await consumer.seek_to_beginning(*assigned)
+            ends = await consumer.end_offsets(assigned)
+            async with asyncio.timeout(300):
+                while any([await consumer.position(tp) < end for tp, end in ends.items()]):
+                    for records in (await consumer.getmany(timeout_ms=500)).values():
+                        for record in records:
+                            assert record.value is not None
+                            event = decode_event(record.value)
+                            found[event.request_id] = hashlib.sha256(event.body).hexdigest()
+        finally:
+            await consumer.stop()
+        return found
+
+    async def stored(self) -> dict[str, tuple[str, str]]:
+        """Request id → (status, body SHA-256) of every event the store lists for the owners'
+        webhooks, read the way an export reads them."""
+        events = EventRepository(self.db)
+        found: dict[str, tuple[str, str]] = {}
+        for target in self.targets:
+            async for event, _ in events.stream_for_webhook(target.webhook_id):
+                found[event.request_id] = (
+                    event.status.value,
+                    hashlib.sha256(event.body).hexdigest(),
+                )
+        return found
+
+    async def drained(self, timeout: float) -> dict[str, tuple[str, str]]:
+        """Wait until every accepted request was delivered and is stored as ``success`` (or the
+        deadline passes: the checker then says what is missing); the stored view."""
+        accepted = {str(a["request_id"]) for a in self.accepted()}
+        deadline = time.monotonic() + timeout
+        stored: dict[str, tuple[str, str]] = {}
+        while time.monotonic() < deadline:
+            if accepted <= self.delivered():
+                stored = await self.stored()
+                if all(stored.get(r, ("",))[0] == "success" for r in accepted):
+                    return stored
+            await asyncio.sleep(1)
+        return await self.stored()
+
+    def exited(self) -> dict[str, int | None]:
+        """The processes that ended without being told to (crashes)."""
+        return {k: p.proc.returncode for k, p in self.processes.items() if p.exited}
+
+
+async def _spawn(argv: list[str], log_path: Path) -> asyncio.subprocess.Process:
+    with log_path.open("ab") as log:
+        return await asyncio.create_subprocess_exec(
+            *argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def infrastructure() -> AsyncIterator[Infra]:
+    """The private servers, started (installed when missing) and stopped again at the end."""
+    infra = Infra()
+    await infra.up()
+    try:
+        yield infra
+    finally:
+        await infra.down()
