@@ -1,0 +1,526 @@
+"""Fuzzing of the dashboard API (issue 19): schemathesis over its served OpenAPI document, with a
+bearer token, valid and invalid data, one operation at a time and as stateful sequences.
+
+``fuzz_api(base, token, n, seed)`` sends at least ``n`` generated requests:
+
+1. **Per operation** (about 80 %): every operation in turn, half the examples positive (as the
+   document describes), half negative (breaking it: wrong types, missing fields, bad formats),
+   and a third of them with the path parameters pinned to what the caller owns (a webhook, an
+   event), so that valid requests get past the 404 of a random name. One request in 16 goes with
+   a wrong token or none (the 401 path).
+2. **Stateful** (the rest): schemathesis' state machine over the links it infers from the
+   document (``POST /webhooks`` → ``GET|PATCH|DELETE /webhooks/{name}``, ``GET /webhooks`` →
+   the webhook's events, stats, replays, a listed event → its detail, export and replay,
+   ``POST /tokens`` → ``DELETE /tokens/{id}``, ``POST /admin/users`` → ``PATCH|DELETE``).
+
+Every response is checked with schemathesis' ``not_a_server_error``, ``status_code_conformance``,
+``content_type_conformance``, ``response_schema_conformance`` and ``negative_data_rejection``, and
+each 4xx/5xx body must be a JSON object with string ``error`` and ``message``. Secrets the run
+sends or receives (webhook secrets, passwords, issued tokens) are collected and no response may
+carry one, except the answer that issued a token; the caller's token too (``leaks``; the logs are
+the caller's to scan with ``secrets_seen``).
+
+What the run may touch (it acts as the token's owner, and an admin token could reach any user):
+
+- ``DELETE|PATCH /admin/users/{username}`` go through only for users this run created; any
+  other name that could exist is replaced by one that cannot (``fzgone...``), so no other
+  owner's account, nor the token's own, is changed or deleted (an admin cannot delete itself
+  anyway: 400).
+- ``DELETE /tokens/{token_id}`` goes through only for tokens this run created; the token in use
+  is never revoked, so the run cannot lock itself out.
+- every ``forward_url`` sent is pointed at ``127.0.0.1:9`` (keeping scheme, credentials and
+  path): with private destinations allowed, a fuzzed host would make the forwarder (and with
+  them refused, the SSRF check's DNS look-up) reach beyond the machine.
+- ``GET /webhooks/{name}/events/stream`` (a live tail that never ends) is read for at most
+  ``STREAM_SECONDS`` and gets a few examples only.
+- the token's own webhooks may be changed, deactivated or deleted: give the run a user of its
+  own (the CLI's ``--token-file``), never one whose webhooks other tests rely on.
+
+CLI: ``python -m tests.chaos.fuzz_api --base URL --token-file FILE --n 10000 --out report.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import hypothesis
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from schemathesis.core.transport import Response
+from schemathesis.specs.openapi.checks import negative_data_rejection
+
+from hookbay_common.names import is_valid_username
+from tests.chaos.leaks import MIN_SECRET_LENGTH, redact, scan
+
+ApiCase = schemathesis.Case[Any]
+
+API = "/api/v1"
+MAX_EXAMPLES = 20
+STATEFUL_SHARE = 0.2
+STREAM_SECONDS = 1.0
+TIMEOUT = 30.0
+WRONG_AUTH_EVERY = 16
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+]
+SECRET_FIELDS = ("secret", "password")
+"""Body fields whose strings are secrets (webhook signing secrets, passwords)."""
+SAFE_DESTINATION = "127.0.0.1:9"  # the discard port: nothing listens, nothing leaves
+
+
+@dataclass
+class Report:
+    seed: int
+    n: int
+    inputs: int = 0
+    by_status: Counter[str] = field(default_factory=Counter)
+    by_operation: Counter[str] = field(default_factory=Counter)
+    by_phase: Counter[str] = field(default_factory=Counter)
+    five_xx: int = 0
+    non_json_errors: int = 0
+    check_failures: Counter[str] = field(default_factory=Counter)
+    transport_errors: int = 0
+    rewritten: Counter[str] = field(default_factory=Counter)
+    generation_errors: list[str] = field(default_factory=list)
+    offending: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    duration: float = 0.0
+
+    def offence(self, reason: str, case: ApiCase, response: Any | None) -> None:
+        self.offending += 1
+        if len(self.examples) >= MAX_EXAMPLES:
+            return
+        example: dict[str, Any] = {"reason": reason, "operation": case.operation.label}
+        with contextlib.suppress(Exception):
+            example["request"] = case.as_curl_command()[:1000]
+        if response is not None:
+            example["status"] = response.status_code
+            example["answer"] = response.text_lossy()[:500]
+        self.examples.append(example)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed, "n": self.n, "inputs": self.inputs,
+            "duration_s": round(self.duration, 1),
+            "by_status": dict(sorted(self.by_status.items())),
+            "by_phase": dict(self.by_phase),
+            "by_operation": dict(sorted(self.by_operation.items())),
+            "5xx": self.five_xx, "non_json_errors": self.non_json_errors,
+            "check_failures": dict(self.check_failures),
+            "transport_errors": self.transport_errors,
+            "rewritten_for_safety": dict(self.rewritten),
+            "generation_errors": self.generation_errors[:MAX_EXAMPLES],
+            "offending": self.offending, "examples": self.examples,
+        }  # fmt: skip
+
+
+class Guard:
+    """Keeps the run to what it may touch (module docstring), learning what it created."""
+
+    def __init__(self, me: str, protected_tokens: set[str], report: Report) -> None:
+        self.me = me
+        self.protected_tokens = protected_tokens
+        self.created_users: set[str] = set()
+        self.created_tokens: set[str] = set()
+        self._report = report
+
+    def before(self, case: ApiCase) -> None:
+        path, method = case.operation.path, case.operation.method.upper()
+        params = case.path_parameters or {}
+        if path == f"{API}/admin/users/{{username}}" and method in {"PATCH", "DELETE"}:
+            username = params.get("username")
+            if isinstance(username, str) and self._may_exist(username):
+                params["username"] = f"fzgone{uuid.uuid4().hex[:12]}"
+                self._report.rewritten["admin user not created by the run"] += 1
+        if path == f"{API}/tokens/{{token_id}}" and method == "DELETE":
+            token_id = params.get("token_id")
+            if token_id in self.protected_tokens and token_id not in self.created_tokens:
+                params["token_id"] = f"tok_fzgone{uuid.uuid4().hex[:12]}"
+                self._report.rewritten["token not created by the run"] += 1
+        url = case.body.get("forward_url") if isinstance(case.body, dict) else None
+        if isinstance(url, str) and isinstance(case.body, dict):
+            safe = _loopback_url(url)
+            if safe != url:
+                case.body["forward_url"] = safe
+                self._report.rewritten["forward_url pointed at 127.0.0.1:9"] += 1
+
+    def _may_exist(self, username: str) -> bool:
+        return username not in self.created_users and is_valid_username(username)
+
+    def after(self, case: ApiCase, response: Response) -> None:
+        if response.status_code != 201:
+            return
+        path = case.operation.path
+        body = _json(response)
+        if not isinstance(body, dict):
+            return
+        if path == f"{API}/admin/users" and isinstance(body.get("username"), str):
+            self.created_users.add(body["username"])
+        if path == f"{API}/tokens" and isinstance(body.get("id"), str):
+            self.created_tokens.add(body["id"])
+
+
+def _loopback_url(url: str) -> str:
+    """``url`` with its host and port replaced by ``SAFE_DESTINATION``; unchanged when it has
+    no host or cannot be parsed (the API refuses those itself)."""
+    try:
+        parts = urlsplit(url)
+        if not parts.hostname:
+            return url
+        parts.port  # noqa: B018 - an invalid port raises: leave such a URL to the API's 400
+    except ValueError:
+        return url
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{userinfo}{at}{SAFE_DESTINATION}"))
+
+
+def _json(response: Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+class Fuzzer:
+    def __init__(
+        self, base: str, token: str, n: int, seed: int,
+        responses: list[tuple[str, str]] | None,
+    ) -> None:  # fmt: skip
+        self.base = base.rstrip("/")
+        self.token = token
+        self.n = n
+        self.seed = seed
+        self.report = Report(seed, n)
+        self.responses = responses
+        self.session = requests.Session()
+        self.rng = random.Random(f"{seed}:auth")
+        self.secrets: set[str] = {token}
+        self.issued: dict[int, str] = {}  # answer number -> the token it issued
+        self.texts: list[tuple[str, str]] = []
+        self.schema = schemathesis.openapi.from_url(f"{self.base}{API}/openapi.json")
+        me = self._get("/me")
+        tokens = self._get("/tokens")
+        self.guard = Guard(me["username"], {t["id"] for t in tokens}, self.report)
+        self.pinned = self._pinned_parameters()
+
+    # --- setup --------------------------------------------------------------------------------
+
+    def _get(self, path: str) -> Any:
+        response = self.session.get(f"{self.base}{API}{path}", headers=self._auth(), timeout=30)
+        response.raise_for_status()
+        return response.json()
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def _pinned_parameters(self) -> dict[str, list[str]]:
+        """Path parameter values the token's owner has: webhooks (two made here, so there are
+        some) and the events listed under them."""
+        for suffix in ("a", "b"):
+            name = f"fz-{self.seed}-{suffix}-{uuid.uuid4().hex[:6]}"
+            self.session.post(f"{self.base}{API}/webhooks", json={"name": name},
+                              headers=self._auth(), timeout=30)  # fmt: skip
+        names = [w["name"] for w in self._get("/webhooks")]
+        events: list[str] = []
+        for name in names:
+            page = self._get(f"/webhooks/{name}/events?limit=5")
+            events += [e["id"] for e in page["items"]]
+        return {"name": names, "event_id": events[:20]}
+
+    # --- one request --------------------------------------------------------------------------
+
+    def send(self, case: ApiCase, phase: str) -> Response | None:
+        """Send ``case`` (made safe first), check the answer, record it."""
+        self.guard.before(case)
+        self._collect_sent_secrets(case)
+        number = self.report.inputs
+        self.report.inputs += 1
+        self.report.by_phase[phase] += 1
+        label = case.operation.label
+        self.report.by_operation[label] += 1
+        headers = self._auth()
+        if phase == "operations" and number % WRONG_AUTH_EVERY == WRONG_AUTH_EVERY - 1:
+            headers = self.rng.choice([{}, {"Authorization": "Bearer hbk_" + "x" * 43},
+                                       {"Authorization": "Basic Zm9vOmJhcg=="}])  # fmt: skip
+        stream = case.operation.path.endswith("/events/stream")
+        try:
+            response = case.call(
+                base_url=self.base, session=self.session, headers=headers,
+                timeout=STREAM_SECONDS if stream else TIMEOUT,
+            )  # fmt: skip
+        except requests.RequestException as exc:
+            if stream and isinstance(exc, requests.Timeout):
+                return None  # a tail that sent nothing within its time: expected
+            self.report.transport_errors += 1
+            self.report.offence(f"no answer: {type(exc).__name__}: {exc}"[:300], case, None)
+            return None
+        self._judge(case, response, headers)
+        self.guard.after(case, response)
+        self._record(number, label, response, _echoable(case))
+        return response
+
+    def _collect_sent_secrets(self, case: ApiCase) -> None:
+        body = case.body
+        if isinstance(body, dict):
+            for key in SECRET_FIELDS:
+                value = body.get(key)
+                if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+                    self.secrets.add(value)
+
+    def _judge(self, case: ApiCase, response: Response, headers: dict[str, str]) -> None:
+        status = response.status_code
+        self.report.by_status[str(status)] += 1
+        if status >= 500:
+            self.report.five_xx += 1
+            self.report.offence(f"{status}", case, response)
+        if status >= 400 and not _error_body_ok(response):
+            self.report.non_json_errors += 1
+            self.report.offence("error body is not JSON with error and message", case, response)
+        try:
+            case.validate_response(response, checks=CHECKS, headers=headers)
+        except AssertionError as exc:  # schemathesis' Failure, or a FailureGroup of them
+            failures = getattr(exc, "exceptions", None) or [exc]
+            for failure in failures:
+                title = str(getattr(failure, "title", type(failure).__name__))
+                self.report.check_failures[title] += 1
+                message = str(getattr(failure, "message", failure))[:300]
+                self.report.offence(f"check: {title}: {message}", case, response)
+
+    def _record(self, number: int, label: str, response: Response, echoable: list[str]) -> None:
+        head = f"HTTP {response.status_code}\n" + "".join(
+            f"{name}: {value}\n" for name, values in response.headers.items() for value in values
+        )
+        # Hypothesis reuses values across fields and examples: a name in the path may equal a
+        # password sent elsewhere, and a 404 rightly echoes the name
+        text = redact(head + "\n" + response.text_lossy(), echoable)
+        body = _json(response)
+        if response.status_code == 201 and isinstance(body, dict):
+            token = body.get("token")
+            if isinstance(token, str):  # shown once, in this answer: nowhere else
+                self.secrets.add(token)
+                text = text.replace(token, "<the token this answer issued>")
+        self.texts.append((f"api#{number} {label} {response.status_code}", text))
+        if self.responses is not None:
+            self.responses.append((f"api#{number} {label}", head + "\n" + response.text_lossy()))
+
+    # --- the phases ---------------------------------------------------------------------------
+
+    def operations(self, budget: int) -> None:
+        """``budget`` requests spread over the operations, in passes until it is spent (an
+        operation with little to vary runs out of new examples: the others take its share)."""
+        operations = [result.ok() for result in self.schema.get_all_operations()]  # type: ignore[union-attr]
+        target = self.report.inputs + budget
+        for round_ in range(8):
+            before = self.report.inputs
+            for at, operation in enumerate(operations):
+                left = target - self.report.inputs
+                if left <= 0:
+                    return
+                share = max(1, left // (len(operations) - at))
+                self._operation(operation, share, round_)
+            if self.report.inputs == before:
+                return
+
+    def _operation(self, operation: Any, share: int, round_: int) -> None:
+        stream = operation.path.endswith("/events/stream")
+        if stream:
+            share = min(share, max(2, self.n // 1000))
+        pinned = {
+            name: values for name, values in self.pinned.items()
+            if values and f"{{{name}}}" in operation.path
+        }  # fmt: skip
+        plans: list[tuple[GenerationMode, dict[str, Any] | None]] = [
+            (GenerationMode.POSITIVE, None), (GenerationMode.NEGATIVE, None),
+        ]  # fmt: skip
+        deletes_pinned = operation.method.upper() == "DELETE" and "{name}" in operation.path
+        if pinned and not deletes_pinned:  # the owner's webhooks stay for the other operations
+            plans.append((GenerationMode.POSITIVE, pinned))
+        each = max(1, share // len(plans))
+        for number, (mode, pins) in enumerate(plans):
+            seed = hash((self.seed, operation.label, round_, number)) & 0xFFFFFFFF
+            self._examples(operation, mode, pins, each, seed)
+
+    def _examples(
+        self, operation: Any, mode: GenerationMode, pins: dict[str, list[str]] | None,
+        count: int, seed: int,
+    ) -> None:  # fmt: skip
+        rng = random.Random(seed)
+        path_parameters = {name: rng.choice(values) for name, values in (pins or {}).items()}
+        try:
+            strategy = operation.as_strategy(
+                generation_mode=mode, path_parameters=path_parameters or None
+            )
+        except Exception as exc:  # an operation without negative space, say
+            self.report.generation_errors.append(f"{operation.label} {mode.value}: {exc}"[:200])
+            return
+
+        @hypothesis.seed(seed)
+        @hypothesis.settings(
+            max_examples=count, database=None, deadline=None, phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck), derandomize=False,
+        )  # fmt: skip
+        @hypothesis.given(case=strategy)
+        def run(case: ApiCase) -> None:
+            self.send(case, "operations")
+
+        try:
+            run()
+        except hypothesis.errors.Unsatisfiable as exc:
+            self.report.generation_errors.append(f"{operation.label} {mode.value}: {exc}"[:200])
+
+    def stateful(self, budget: int) -> None:
+        """Scenarios of the inferred links until ``budget`` requests were sent."""
+        fuzzer = self
+        target = self.report.inputs + budget
+
+        class Machine(self.schema.as_state_machine()):  # type: ignore[misc]
+            def call(self, case: ApiCase, **kwargs: Any) -> Any:
+                response = fuzzer.send(case, "stateful")
+                if response is None:  # no answer (counted): nothing to follow from it
+                    hypothesis.reject()
+                return response
+
+            def validate_response(self, response: Any, case: ApiCase,
+                                  *args: Any, **kwargs: Any) -> None:  # fmt: skip
+                """Judged in ``call`` already (never raising: the run goes on)."""
+
+        for round_ in range(1000):
+            if self.report.inputs >= target:
+                return
+            before = self.report.inputs
+            machine = hypothesis.seed(self.seed * 1000 + round_)(Machine)
+            settings = hypothesis.settings(
+                max_examples=max(2, (target - self.report.inputs) // 6), database=None,
+                deadline=None, stateful_step_count=10, phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )  # fmt: skip
+            # steps follow the server's answers, so Hypothesis may find a scenario drawing
+            # differently from an earlier one with the same start: that ends the round only
+            with contextlib.suppress(hypothesis.errors.FlakyStrategyDefinition):
+                schemathesis.stateful.run_state_machine_as_test(machine, settings=settings)
+            if self.report.inputs == before:
+                self.report.generation_errors.append("stateful: a round sent nothing")
+                return
+
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        stateful = int(self.n * STATEFUL_SHARE)
+        self.operations(self.n - stateful)
+        self.stateful(max(stateful, self.n - self.report.inputs))
+        self.report.duration = time.monotonic() - started
+        result = self.report.as_dict()
+        result["leaks"] = scan(self.texts, self.secrets)
+        result["secrets_seen"] = sorted(self.secrets)
+        return result
+
+
+def _echoable(case: ApiCase) -> list[str]:
+    """The strings ``case`` sends outside its secret fields: path, query, headers, body."""
+    found: list[str] = []
+
+    def walk(value: Any, key: str | None = None) -> None:
+        if isinstance(value, str) and key not in SECRET_FIELDS:
+            found.append(value)
+        elif isinstance(value, dict):
+            for name, item in value.items():
+                walk(str(name))
+                walk(item, str(name))
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    for part in (case.path_parameters, case.query, case.headers, case.cookies, case.body):
+        walk(part)
+    return found
+
+
+def _header(response: Response, name: str) -> str:
+    return ", ".join(response.headers.get(name, []))
+
+
+def _error_body_ok(response: Response) -> bool:
+    if not _header(response, "content-type").startswith("application/json"):
+        return False
+    body = _json(response)
+    return (
+        isinstance(body, dict)
+        and isinstance(body.get("error"), str)
+        and isinstance(body.get("message"), str)
+    )
+
+
+def fuzz_api(
+    base: str, token: str, n: int, seed: int = 0, *,
+    responses: list[tuple[str, str]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Fuzz the dashboard API at ``base`` (``http://127.0.0.1:PORT``) as the owner of ``token``
+    with at least ``n`` requests; the counts, ``leaks`` (secrets or stack traces in answers) and
+    ``secrets_seen`` (every secret the run sent or was issued, the token included, for the
+    caller's log scan; never written to a report). ``responses``, when given, receives every
+    answer as ``(label, text)``. Blocking (requests): call it from a thread in async code."""
+    return Fuzzer(base, token, n, seed, responses).run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.chaos.fuzz_api", description=(
+        "Fuzz hookbay's dashboard API with schemathesis; exit 1 on any offence or leak."))  # fmt: skip
+    parser.add_argument("--base", required=True, help="the dashboard, e.g. http://127.0.0.1:8081")
+    parser.add_argument("--token-file", type=Path, required=True,
+                        help="a file holding the API token of a user of the run's own")  # fmt: skip
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True, help="the report (JSON)")
+    parser.add_argument("--responses", type=Path, help="every answer, one JSON line each")
+    parser.add_argument("--secrets", type=Path,
+                        help="more secrets to look for in answers and logs, one a line")  # fmt: skip
+    parser.add_argument("--log", type=Path, action="append", default=[],
+                        help="a service log file to scan for stack traces and secrets")  # fmt: skip
+    args = parser.parse_args(argv)
+    from tests.chaos.leaks import scan_logs
+
+    token = args.token_file.read_text().strip()
+    answers: list[tuple[str, str]] = []
+    report = fuzz_api(args.base, token, args.n, args.seed, responses=answers)
+    secrets = set(report.pop("secrets_seen"))
+    if args.secrets:
+        more = {line for line in args.secrets.read_text().splitlines() if line}
+        report["leaks"] += scan(answers, more)
+        secrets |= more
+    report["leaks"] += scan_logs(args.log, secrets)
+    if args.responses:
+        with args.responses.open("w") as out:
+            for label, text in answers:
+                out.write(json.dumps({"label": label, "text": text}) + "\n")
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    summary = {k: report[k] for k in ("inputs", "duration_s", "by_status", "5xx",
+                                      "non_json_errors", "check_failures", "offending")}  # fmt: skip
+    summary["leaks"] = len(report["leaks"])
+    print(json.dumps(summary))  # noqa: T201
+    return 1 if report["offending"] or report["leaks"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
