@@ -4,6 +4,7 @@ SIGTERM with requests in flight (they finish with 200 and are in Kafka)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 from collections.abc import AsyncIterator
@@ -160,6 +161,43 @@ class TestGracefulShutdown:
         finally:
             await probe.stop()
         assert event.body == b'{"part": 1, "part2": 2}'
+
+
+class TestDrainDelay:
+    async def test_sigterm_first_turns_unready_while_serving_then_stops(
+        self, env: dict[str, str], db: Database, settings: Settings
+    ) -> None:
+        username, name = await owner(db)
+        await ensure_configured_topics(settings)
+        probe = Probe(settings.kafka_bootstrap, settings.topics.events)
+        await probe.start()
+        drained = {**env, "HOOKBAY_DRAIN_DELAY": "3"}
+        async with ingest_process(drained, capture_stderr=True) as (proc, base):
+            port = int(base.rsplit(":", 1)[1])
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                proc.send_signal(signal.SIGTERM)
+
+                async def draining() -> bool:
+                    return (await client.get("/readyz")).status_code == 503
+
+                await until(draining, 10, what="/readyz 503 after SIGTERM")
+                ready = (await client.get("/readyz")).json()
+                assert ready["ready"] is False
+                assert ready["draining"] is True
+                # still serving: the balancer may send until it has seen the 503
+                response = await client.post(f"/w/{username}/{name}", content=b"draining")
+                assert response.status_code == 200
+                assert accepts_connections(port)
+            request_id = response.json()["requestId"]
+            assert proc.wait(timeout=30) in (0, -signal.SIGTERM)  # then the usual shutdown
+            stderr = proc.stderr.read().decode() if proc.stderr else ""
+        events = [json.loads(line)["event"] for line in stderr.splitlines() if line.startswith("{")]
+        assert events.index("ingest_draining") < events.index("ingest_stopped")
+        try:
+            (event,) = await probe.events(request_id)
+        finally:
+            await probe.stop()
+        assert event.body == b"draining"
 
 
 class TestRedisOutage:

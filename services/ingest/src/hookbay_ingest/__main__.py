@@ -1,8 +1,11 @@
 """``python -m hookbay_ingest``: serve the receiving endpoint with uvicorn (uvloop + httptools).
 
-SIGTERM: uvicorn stops accepting, finishes in-flight requests, then the lifespan flushes the
-Kafka producer (logged as ``ingest_stopped``); nothing is answered 200 that Kafka did not
-acknowledge. uvicorn then re-raises the signal, so the exit status is that of SIGTERM.
+SIGTERM: with ``HOOKBAY_DRAIN_DELAY`` set, ingest first keeps serving that long with ``/readyz``
+503 (``draining``, logged as ``ingest_draining``), so the load balancer stops sending to it; then
+uvicorn stops accepting, finishes in-flight requests, and the lifespan flushes the Kafka producer
+(logged as ``ingest_stopped``); nothing is answered 200 that Kafka did not acknowledge. uvicorn
+then re-raises the signal, so the exit status is that of SIGTERM. A second SIGTERM, or SIGINT,
+skips what is left of the delay.
 
 The HTTP protocol is ``hookbay_ingest.server``'s (uvicorn's httptools one answering in hookbay's
 JSON error shape, bounding request heads); no protocol upgrade is ever performed (``ws="none"``).
@@ -10,16 +13,52 @@ JSON error shape, bounding request heads); no protocol upgrade is ever performed
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import sys
+from types import FrameType
+from typing import Any
 
+import structlog
 import uvicorn
 from pydantic import ValidationError
+from uvicorn.main import STARTUP_FAILURE
 
 from hookbay_common.errors import HookbayError
 from hookbay_common.logs import configure_logging
 from hookbay_ingest.app import Ingest, create_app
 from hookbay_ingest.server import protocol_for
 from hookbay_ingest.settings import IngestSettings
+
+log = structlog.get_logger("hookbay.ingest")
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn's server, with the drain delay before its graceful shutdown on SIGTERM."""
+
+    def __init__(self, config: uvicorn.Config, ingest: Ingest, delay: float) -> None:
+        super().__init__(config)
+        self._ingest = ingest
+        self._delay = delay
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, sockets: list[Any] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        loop = self._loop
+        if sig != signal.SIGTERM or self._ingest.draining or loop is None or self._delay <= 0:
+            super().handle_exit(sig, frame)
+            return
+        self._ingest.draining = True
+        self._captured_signals.append(sig)  # re-raised after the shutdown, as uvicorn does
+        log.info("ingest_draining", seconds=self._delay)
+        loop.call_soon_threadsafe(loop.call_later, self._delay, self._drained)
+
+    def _drained(self) -> None:
+        self.should_exit = True
 
 
 def main() -> None:
@@ -31,7 +70,7 @@ def main() -> None:
     except (ValidationError, HookbayError) as exc:
         print(f"hookbay-ingest: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.ingest_host,
         port=settings.ingest_port,
@@ -43,6 +82,11 @@ def main() -> None:
         timeout_graceful_shutdown=30,
         timeout_keep_alive=int(settings.keepalive_timeout),
     )
+    server = _DrainingServer(config, ingest, settings.drain_delay)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)  # as uvicorn.run: the port taken, the app failing to start
 
 
 if __name__ == "__main__":

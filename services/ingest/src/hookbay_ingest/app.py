@@ -70,6 +70,8 @@ class Ingest:
     def __init__(self, settings: IngestSettings, plans: PlanBook) -> None:
         self.settings = settings
         self.plans = plans
+        self.draining = False
+        """Set on SIGTERM with a drain delay: still serving, no longer ready."""
         self.metrics = IngestMetrics()
         self.topic = settings.topics.events
         self.producer = ResilientProducer.from_settings(
@@ -351,7 +353,9 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
             "kafka": ingest.producer.ready,
             "config_view": ingest.view.caught_up,
         }
-        ready = all(checks.values())
+        ready = all(checks.values()) and not ingest.draining
+        if ingest.draining:
+            checks["draining"] = True
         if isinstance(ingest.limiter, RedisRateLimiter):
             # reported, never gating: the limiter fails open, and every replica turning unready
             # at once while Redis restarts would take intake down with it (the chaos suite's

@@ -17,6 +17,10 @@ class IngestSettings(Settings):
     ingest_port: int = Field(default=8080, ge=1, le=65535)
     produce_timeout: float = Field(default=5.0, gt=0, le=60)
     """Longest wait for Kafka's acknowledgement before answering 503."""
+    drain_delay: float = Field(default=0.0, ge=0, le=300)
+    """Seconds between SIGTERM and the listener's close, serving meanwhile with ``/readyz`` 503
+    (``draining``), so a load balancer that follows readiness stops sending first (the Helm
+    chart sets 5): a connection accepted as the listener closes gets no answer at all."""
     view_reconcile_interval: float = Field(default=60.0, gt=0, le=3600)
     """Seconds between reconciliations of the configuration view with MongoDB (the repair of a
     lost change-log publication)."""
