@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
 from typing import Final
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from prometheus_client.asgi import make_asgi_app
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 PREFIX: Final = "hookbay_"
 LATENCY_BUCKETS: Final = (
@@ -18,9 +22,28 @@ def name(suffix: str) -> str:
     return PREFIX + suffix
 
 
+class _TaskCollector(Collector):
+    """``hookbay_asyncio_tasks``: the tasks alive in the event loop that serves ``/metrics``
+    (a leak shows as growth; the chaos suite's soak watches it)."""
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # collected outside a loop (a test, a thread): nothing to count
+            return
+        gauge = GaugeMetricFamily(name("asyncio_tasks"), "asyncio tasks alive in the event loop")
+        gauge.add_metric([], len(asyncio.all_tasks(loop)))
+        yield gauge
+
+
 def new_registry() -> CollectorRegistry:
-    """A registry per app instance, so tests can build many apps in one process."""
-    return CollectorRegistry(auto_describe=True)
+    """A registry per app instance, so tests can build many apps in one process; with the
+    process's own figures (``process_resident_memory_bytes``, ``process_open_fds``, CPU seconds)
+    and ``hookbay_asyncio_tasks``."""
+    registry = CollectorRegistry(auto_describe=True)
+    ProcessCollector(registry=registry)
+    registry.register(_TaskCollector())
+    return registry
 
 
 def asgi_app(registry: CollectorRegistry) -> object:
