@@ -6,8 +6,9 @@ current mode and written down as one JSON line (flushed at once): ``request_id``
 ``status`` answered (0: held until the forwarder gave up) and ``at`` (``time.time()``). Bodies are
 not kept: a run moves gigabytes.
 
-Modes, set by ``POST /_chaos/mode`` with ``{"mode": ...}``: ``ok`` (200), ``unavailable`` (503)
-and ``hang`` (no answer until the forwarder's timeout ends the request). SIGTERM ends it.
+Modes, set by ``POST /_chaos/mode`` with ``{"mode": ...}``: ``ok`` (200), ``unavailable`` (503),
+``hang`` (no answer until the forwarder's timeout ends the request) and ``flaky`` (``FLAKY``).
+SIGTERM ends it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from typing import IO, Any
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-MODES = {"ok": 200, "unavailable": 503, "hang": 0}
+MODES = {"ok": 200, "unavailable": 503, "hang": 0, "flaky": 200}
+FLAKY = 10
+"""In ``flaky`` mode one request in ``FLAKY`` (chosen by its request id) gets a 503 on its first
+attempt, so retries go on all the time (the soak)."""
 HANG = 600.0
 """How long a ``hang`` holds a request: far beyond any forward timeout, so the forwarder's ends it."""
 
@@ -60,8 +64,12 @@ class Destination:
             return await _answer(send, 200, json.dumps({"mode": self.mode}).encode())
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         status = MODES[self.mode]
+        request_id = headers.get("x-hookbay-request-id", "")
+        first = headers.get("x-hookbay-attempt") == "1"
+        if self.mode == "flaky" and first and _picked(request_id):
+            status = 503
         line: dict[str, Any] = {
-            "request_id": headers.get("x-hookbay-request-id"),
+            "request_id": request_id,
             "event_id": headers.get("x-hookbay-event-id"),
             "attempt": headers.get("x-hookbay-attempt"), "path": scope["path"],
             "sha256": digest.hexdigest(), "size": size, "status": status, "at": time.time(),
@@ -76,6 +84,10 @@ class Destination:
     def _write(self, line: dict[str, Any]) -> None:
         self._log.write(json.dumps(line) + "\n")
         self._log.flush()
+
+
+def _picked(request_id: str) -> bool:
+    return int(hashlib.sha256(request_id.encode()).hexdigest(), 16) % FLAKY == 0
 
 
 async def _answer(send: Send, status: int, body: bytes) -> None:

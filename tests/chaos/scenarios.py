@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -65,7 +66,8 @@ async def ingest_replica_terminated(stack: Stack) -> None:
     began = time.monotonic()
     replica = stack.processes["ingest-1"]
     replica.terminate()
-    assert await replica.wait(60) == 0, replica.tail()
+    # uvicorn re-raises the signal after its graceful shutdown (hookbay_ingest.__main__)
+    assert await replica.wait(60) in (0, -signal.SIGTERM), replica.tail()
     await _hold(began)
     await stack.start("ingest-1")
 

@@ -56,6 +56,8 @@ SERVICE_ENV = {
     "HOOKBAY_ALLOW_PRIVATE_DESTINATIONS": "true",
     "HOOKBAY_SECRET_KEY": TEST_SECRET_KEY,
     "HOOKBAY_STATS_GRACE": "600",
+    # an ingest replica told to stop leaves the load client's rotation first (its /readyz)
+    "HOOKBAY_DRAIN_DELAY": "3",
 }
 
 

@@ -12,8 +12,10 @@ requests, wait for those in flight, exit 0.
 ``--mix`` (the chaos suite): bodies of every kind and size instead — JSON, form-encoded and
 binary, 1 KB to 500 KB (``mixed_body``) — and lines carry ``sha256``, ``size`` and
 ``content_type`` instead of ``body``. ``--base`` given several times (ingest replicas): request
-``n`` goes to base ``n`` modulo their number and, when that base refuses the connection (nothing
-was sent), to the next, as a load balancer retries another upstream.
+``n`` goes to the next base in turn among those whose ``/readyz`` answered 200 at the last probe
+(every ``PROBE`` s; all of them while none does) and, when that base refuses the connection
+(nothing was sent), to the next: what a load balancer following readiness does (a Kubernetes
+Service drops a terminating or unready pod; ingest drains for ``HOOKBAY_DRAIN_DELAY`` first).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import IO, Any
 
 import httpx
 
+PROBE = 0.5
 KB = 1024
 SIZES = ((0.90, 1 * KB, 4 * KB), (0.09, 4 * KB, 64 * KB), (0.01, 64 * KB, 500 * KB))
 """``--mix`` body sizes: (share, smallest, largest); mean ~8 KB, so 150 requests/s stay within
@@ -63,7 +66,7 @@ def mixed_body(n: int) -> tuple[bytes, str]:
 
 async def one(
     client: httpx.AsyncClient, bases: list[str], n: int, target: int, spec: dict[str, str],
-    out: IO[str], *, mix: bool = False,
+    out: IO[str], *, mix: bool = False, unready: frozenset[str] = frozenset(),
 ) -> None:  # fmt: skip
     if mix:
         body, content_type = mixed_body(n)
@@ -81,8 +84,9 @@ async def one(
     else:
         line["body"] = body.decode()
     response: httpx.Response | None = None
-    for turn in range(len(bases)):
-        base = bases[(n + turn) % len(bases)]
+    serving = [b for b in bases if b not in unready] or bases
+    for turn in range(len(serving)):
+        base = serving[(n + turn) % len(serving)]
         line["base"] = base
         try:
             response = await client.post(base + spec["path"], content=body, headers=headers)
@@ -120,6 +124,11 @@ async def run(bases: list[str], targets: list[dict[str, str]], out_path: Path, r
     tasks: set[asyncio.Task[None]] = set()
     with out_path.open("a") as out:
         async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+            unready: set[str] = set()
+            if len(bases) > 1:
+                probing = asyncio.create_task(_probe(client, bases, unready, stopping))
+                tasks.add(probing)
+                probing.add_done_callback(tasks.discard)
             started = time.monotonic()
             n = 0
             while not stopping.is_set():
@@ -128,7 +137,10 @@ async def run(bases: list[str], targets: list[dict[str, str]], out_path: Path, r
                 async def request(n: int = n) -> None:
                     try:
                         target = n % len(targets)
-                        await one(client, bases, n, target, targets[target], out, mix=mix)
+                        await one(
+                            client, bases, n, target, targets[target], out, mix=mix,
+                            unready=frozenset(unready),
+                        )  # fmt: skip
                     finally:
                         slots.release()
 
@@ -142,6 +154,21 @@ async def run(bases: list[str], targets: list[dict[str, str]], out_path: Path, r
                         await asyncio.wait_for(stopping.wait(), delay)
             if tasks:
                 await asyncio.wait(tasks, timeout=90)
+
+
+async def _probe(
+    client: httpx.AsyncClient, bases: list[str], unready: set[str], stopping: asyncio.Event
+) -> None:
+    """Keep ``unready`` to the bases whose ``/readyz`` did not answer 200 at the last probe."""
+    while not stopping.is_set():
+        for base in bases:
+            try:
+                ready = (await client.get(base + "/readyz", timeout=PROBE)).status_code == 200
+            except httpx.HTTPError:
+                ready = False
+            (unready.discard if ready else unready.add)(base)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), PROBE)
 
 
 def main() -> None:
