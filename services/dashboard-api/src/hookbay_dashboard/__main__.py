@@ -1,5 +1,8 @@
 """``python -m hookbay_dashboard``: serve the dashboard API with uvicorn (uvloop + httptools).
 
+The HTTP protocol is ``hookbay_dashboard.server``'s (uvicorn's httptools one answering malformed
+requests in hookbay's JSON error shape); no protocol upgrade is ever performed (``ws="none"``).
+
 SIGTERM: uvicorn stops accepting, lets in-flight requests finish (live tails end), then the
 lifespan closes the Kafka producer and the database client.
 """
@@ -14,6 +17,7 @@ from pydantic import ValidationError
 from hookbay_common.errors import HookbayError
 from hookbay_common.logs import configure_logging
 from hookbay_dashboard.app import create_app
+from hookbay_dashboard.server import DashboardHttpProtocol
 from hookbay_dashboard.settings import DashboardSettings
 
 
@@ -30,7 +34,8 @@ def main() -> None:
         host=settings.dashboard_host,
         port=settings.dashboard_port,
         loop="uvloop",
-        http="httptools",
+        http=DashboardHttpProtocol,
+        ws="none",
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=10,

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
@@ -156,6 +157,13 @@ def install_error_handlers(app: FastAPI) -> None:
         names = {404: "Not found", 405: "Method not allowed"}
         body = {"error": names.get(exc.status_code, "Error"), "message": str(exc.detail)}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def disconnected(_: Request, exc: ClientDisconnect) -> Response:
+        # the client hung up while its body was read (or sent bytes the server refused
+        # mid-body): its doing, not a crash, and nobody is left to read an answer
+        log.info("client_disconnected")
+        return Response(status_code=400)
 
     @app.exception_handler(Exception)
     async def crashed(_: Request, exc: Exception) -> Response:
