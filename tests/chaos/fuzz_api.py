@@ -42,6 +42,7 @@ CLI: ``python -m tests.chaos.fuzz_api --base URL --token-file FILE --n 10000 --o
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import random
@@ -69,6 +70,8 @@ from schemathesis.core.transport import Response
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from hookbay_common.names import is_valid_username
+from tests.chaos.fuzz_ingest import Case, Req, exchange, judge
+from tests.chaos.fuzz_ingest import Report as IngestReport
 from tests.chaos.leaks import MIN_SECRET_LENGTH, redact, scan
 
 ApiCase = schemathesis.Case[Any]
@@ -76,6 +79,7 @@ ApiCase = schemathesis.Case[Any]
 API = "/api/v1"
 MAX_EXAMPLES = 20
 STATEFUL_SHARE = 0.2
+PROTOCOL_SHARE = 0.03
 STREAM_SECONDS = 1.0
 TIMEOUT = 30.0
 WRONG_AUTH_EVERY = 16
@@ -104,6 +108,7 @@ class Report:
     check_failures: Counter[str] = field(default_factory=Counter)
     transport_errors: int = 0
     rewritten: Counter[str] = field(default_factory=Counter)
+    protocol_no_answer: Counter[str] = field(default_factory=Counter)
     generation_errors: list[str] = field(default_factory=list)
     offending: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
@@ -131,6 +136,7 @@ class Report:
             "5xx": self.five_xx, "non_json_errors": self.non_json_errors,
             "check_failures": dict(self.check_failures),
             "transport_errors": self.transport_errors,
+            "protocol_no_answer_allowed": dict(self.protocol_no_answer),
             "rewritten_for_safety": dict(self.rewritten),
             "generation_errors": self.generation_errors[:MAX_EXAMPLES],
             "offending": self.offending, "examples": self.examples,
@@ -425,16 +431,160 @@ class Fuzzer:
                 self.report.generation_errors.append("stateful: a round sent nothing")
                 return
 
+    def protocol(self, budget: int) -> None:
+        """``budget`` raw HTTP/1.x inputs to the dashboard's server (``protocol_case``),
+        judged as ``fuzz_ingest`` judges its own; counted into this run's report."""
+        raw = asyncio.run(_protocol_run(self.base, self.token, budget, self.seed))
+        report = self.report
+        report.inputs += raw.inputs
+        report.by_phase["protocol"] += raw.inputs
+        report.by_status.update(raw.by_status)
+        report.five_xx += raw.five_xx
+        report.non_json_errors += raw.non_json_errors
+        report.protocol_no_answer.update(raw.no_answer_allowed)
+        report.offending += raw.offending
+        for example in raw.examples[: max(0, MAX_EXAMPLES - len(report.examples))]:
+            example["input"] = example["input"].replace(self.token, "<token>")
+            report.examples.append(example)
+        self.texts += raw.answers
+        if self.responses is not None:
+            self.responses += raw.answers
+
     def run(self) -> dict[str, Any]:
         started = time.monotonic()
         stateful = int(self.n * STATEFUL_SHARE)
-        self.operations(self.n - stateful)
+        protocol = max(10, int(self.n * PROTOCOL_SHARE))
+        self.protocol(protocol)
+        self.operations(self.n - stateful - protocol)
         self.stateful(max(stateful, self.n - self.report.inputs))
         self.report.duration = time.monotonic() - started
         result = self.report.as_dict()
         result["leaks"] = scan(self.texts, self.secrets)
         result["secrets_seen"] = sorted(self.secrets)
         return result
+
+
+# --- raw HTTP/1.x to the dashboard's server ---------------------------------------------------
+
+_ANY = frozenset(range(100, 500))  # any answer short of a 5xx: judged on its JSON and presence
+
+
+def protocol_case(seed: int, index: int, token: str) -> Case:
+    """Raw input ``index``: bytes an HTTP client library would not send (malformed framing and
+    headers, protocol upgrades, pipelining, HTTP/1.0, slow senders), to real routes."""
+    rng = random.Random(f"{seed}:protocol:{index}")
+    auth = f"Authorization: Bearer {token}\r\n".encode()
+    me = b"GET /api/v1/me HTTP/1.1\r\nHost: x\r\n" + auth
+    bad_body = b'{"name": "Not A Name"}'
+    post = b"POST /api/v1/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth
+    length = f"Content-Length: {len(bad_body)}\r\n".encode()
+    ws = (b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n")  # fmt: skip
+    variants: list[tuple[str, list[bytes], list[Req], dict[str, Any]]] = [
+        ("length_not_a_number", [post + b"Content-Length: abc\r\n\r\n" + bad_body], [], {}),
+        ("length_negative", [post + b"Content-Length: -1\r\n\r\n" + bad_body], [], {}),
+        ("two_lengths", [post + length + b"Content-Length: 3\r\n\r\n" + bad_body], [], {}),
+        (
+            "length_and_chunked",
+            [post + length + b"Transfer-Encoding: chunked\r\n\r\n" + b"0\r\n\r\n"],
+            [],
+            {},
+        ),
+        ("bad_chunk", [post + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n" + bad_body], [], {}),
+        ("garbage_line", [b"GARBAGE\r\n\r\n"], [], {}),
+        ("bad_version", [b"GET /api/v1/me HTTP/9.9\r\nHost: x\r\n\r\n"], [], {}),
+        ("unknown_method", [b"FOO /api/v1/me HTTP/1.1\r\nHost: x\r\n\r\n"], [], {}),
+        ("nul_in_header", [me + b"X-Nul: a\x00b\r\n\r\n"], [], {}),
+        ("no_colon", [me + b"X-No-Colon\r\n\r\n"], [], {}),
+        ("space_before_colon", [me + b"X-Space : v\r\n\r\n"], [], {}),
+        ("lf_only", [me.replace(b"\r\n", b"\n") + b"\n"], [], {}),
+        ("non_ascii_path", [b"GET /\xff\xfe/x HTTP/1.1\r\nHost: x\r\n\r\n"], [], {}),
+        ("tls_hello", [bytes.fromhex("160301020001") + rng.randbytes(300)], [], {}),
+        ("random_bytes", [bytes([rng.randint(0x80, 0xFF)]) + rng.randbytes(500)], [], {}),
+        ("websocket", [me + ws + b"\r\n"], [Req("GET", _ANY)], {}),
+        (
+            "websocket_stream",
+            [
+                b"GET /api/v1/webhooks/nope/events/stream HTTP/1.1\r\nHost: x\r\n"
+                + auth
+                + ws
+                + b"\r\n"
+            ],
+            [Req("GET", _ANY)],
+            {},
+        ),
+        (
+            "h2c_with_body",
+            [
+                post + length + b"Upgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings"
+                b"\r\nHTTP2-Settings: AAMAAABkAAQ\r\n\r\n" + bad_body
+            ],
+            [Req("POST", _ANY)],
+            {},
+        ),
+        ("pipelined", [(me + b"\r\n") * 3], [Req("GET", _ANY)] * 3, {}),
+        (
+            "expect_continue",
+            [post + length + b"Expect: 100-continue\r\n\r\n", bad_body],
+            [Req("POST", _ANY)],
+            {"expect_continue": True},
+        ),
+        ("http10", [me.replace(b"HTTP/1.1", b"HTTP/1.0") + b"\r\n"], [Req("GET", _ANY)], {}),
+        (
+            "huge_header",
+            [me + b"X-Big: " + b"b" * 100_000 + b"\r\n\r\n"],
+            [Req("GET", _ANY)],
+            {},
+        ),
+        ("head", [me.replace(b"GET", b"HEAD", 1) + b"\r\n"], [Req("HEAD", _ANY)], {}),
+        ("slow", [bytes([b]) for b in me + b"\r\n"], [Req("GET", _ANY)], {"pause": 0.001}),
+        (
+            "get_body_then_eof",  # a route without a body of its own still reads it
+            [me + b"Content-Length: 100\r\n\r\nabc"],
+            [Req("GET", _ANY)],
+            {"then": "half_close", "no_answer": "incomplete_at_eof"},
+        ),
+        (
+            "length_longer_then_eof",
+            [post + b"Content-Length: 999\r\n\r\n" + bad_body],
+            [Req("POST", _ANY)],
+            {"then": "half_close", "no_answer": "incomplete_at_eof"},
+        ),
+        (
+            "closed_mid_head",
+            [bytes([b]) for b in me[: rng.randint(5, len(me) - 1)]],
+            [Req("GET", _ANY)],
+            {"then": "close", "no_answer": "sender_closed"},
+        ),
+    ]
+    kind, parts, requests_, extra = variants[index % len(variants)]
+    if not requests_:  # the framing is broken: one answer, a 400
+        requests_ = [Req("-", _ANY)]
+    return Case(index, f"protocol:{kind}", parts, list(requests_), timeout=10.0, **extra)
+
+
+async def _protocol_run(base: str, token: str, count: int, seed: int) -> RawReport:
+    parts = urlsplit(base)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    report = RawReport(seed, count)
+    slots = asyncio.Semaphore(8)
+
+    async def one(index: int) -> None:
+        async with slots:
+            made = protocol_case(seed, index, token)
+            outcome = await exchange(host, port, made)
+            judge(made, outcome, report, ingest=False)
+            report.answers += [(f"protocol#{index} {made.kind}", a.text()) for a in outcome.answers]
+
+    await asyncio.gather(*(one(index) for index in range(count)))
+    return report
+
+
+@dataclass
+class RawReport(IngestReport):
+    """``fuzz_ingest``'s report, keeping the answers for the leak scan."""
+
+    answers: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _echoable(case: ApiCase) -> list[str]:
