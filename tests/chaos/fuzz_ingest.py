@@ -631,7 +631,14 @@ def kind_size(g: Gen, i: int) -> Case:
     target = g.target()
     limit = g.limits.body
     variant = g.rng.choice(["at_limit", "declared_over", "chunked_at_limit", "chunked_over",
-                            "declared_huge"])  # fmt: skip
+                            "declared_huge", "declared_over_then_next"])  # fmt: skip
+    if variant == "declared_over_then_next":  # the refused body is skipped, the next answered
+        body = g.rng.randbytes(limit + 1)
+        headers = [(b"Host", b"x"), (b"Content-Length", str(len(body)).encode())]
+        after, req = _post(g, target)
+        data = request("POST", target.path, headers, body) + after
+        first = Req("POST", _accepts(target, 413))
+        return Case(i, "size", [data], [first, req], timeout=60.0, note=variant)
     if variant == "declared_over" or variant == "declared_huge":
         declared = limit + 1 if variant == "declared_over" else 10**15
         headers = [(b"Host", b"x"), (b"Content-Length", str(declared).encode())]
@@ -791,15 +798,23 @@ def kind_slow(g: Gen, i: int) -> Case:
 
 
 def kind_pipelined(g: Gen, i: int) -> Case:
-    """2-5 requests written back to back on one connection: answered one by one, in order."""
-    parts, requests = [], []
-    for _ in range(g.rng.randint(2, 5)):
+    """Requests written back to back on one connection (2-5, one in ten times 20-60, some with
+    bodies the server refuses unread): answered one by one, in order."""
+    parts: list[bytes] = []
+    requests: list[Req] = []
+    many = g.rng.random() < 0.1
+    for _ in range(g.rng.randint(20, 60) if many else g.rng.randint(2, 5)):
         target = g.target()
         roll = g.rng.random()
-        if roll < 0.55:
+        if roll < 0.5:
             data, req = _post(g, target)
             if len(req.body or b"") > 100_000:
                 data, req = _post(g, target)
+        elif roll < 0.6:  # refused before its body is read: the parser must still skip it
+            body = g.rng.randbytes(g.rng.randint(1, 5000))
+            headers = [(b"Host", b"x"), (b"Content-Length", str(len(body)).encode())]
+            method = g.rng.choice(["GET", "PUT", "DELETE"])
+            data, req = request(method, target.path, headers, body), Req(method, frozenset({405}))
         elif roll < 0.7:
             data, req = request("GET", target.path, [(b"Host", b"x")]), Req("GET", frozenset({405}))
         elif roll < 0.8:
@@ -815,7 +830,7 @@ def kind_pipelined(g: Gen, i: int) -> Case:
         parts.append(data)
         requests.append(req)
     joined = b"".join(parts)
-    return Case(i, "pipelined", [joined], requests, timeout=30.0, note=str(len(requests)))
+    return Case(i, "pipelined", [joined], requests, timeout=60.0, note=str(len(requests)))
 
 
 def kind_version(g: Gen, i: int) -> Case:

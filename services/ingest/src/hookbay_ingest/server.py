@@ -11,7 +11,9 @@ answers it gives before the app is reached in hookbay's JSON error shape.
   reset the connection and the client could lose the answer).
 - A request head larger than ``max_header_bytes`` + ``HEAD_SLACK_BYTES`` as received is refused
   with 431 while it arrives, so a client cannot make the server buffer an unbounded head; the
-  exact header limits are the app's (``Ingest._check_headers``).
+  exact header limits are the app's (``Ingest._check_headers``). Only the head's own bytes
+  count: a read that also holds earlier pipelined requests counts from where the head began
+  (what the parser reported of it), every later read wholly.
 - A protocol upgrade (``Connection: upgrade``) is never performed (uvicorn runs with
   ``ws="none"``): the request reaches the app as a plain request, and the app refuses one that
   carries a body (the parser handed that body to the would-be new protocol). The connection
@@ -51,11 +53,14 @@ class IngestHttpProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._in_head = False
         self._refused = False
+        self._messages = 0  # requests begun on this connection
+        self._reported = 0  # bytes of the current head the parser handed over (URL, fields)
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # lingering after a refusal: read and drop
         self._unset_keepalive_if_required()
+        messages = self._messages
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -69,7 +74,10 @@ class IngestHttpProtocol(HttpToolsProtocol):
             self._refuse(InvalidHttp(reason))
             return
         if self._in_head:
-            self._head_bytes += len(data)
+            if self._messages == messages:  # the head was under way before: all of it is its
+                self._head_bytes += len(data)
+            else:  # the head began inside this read, after other requests' bytes
+                self._head_bytes = self._reported
             if self._head_bytes > self.settings.max_header_bytes + HEAD_SLACK_BYTES:
                 log.info("request_head_too_large", received=self._head_bytes)
                 s = self.settings
@@ -83,6 +91,16 @@ class IngestHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._in_head = True
         self._head_bytes = 0
+        self._messages += 1
+        self._reported = 0
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        self._reported += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        self._reported += len(name) + len(value)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
