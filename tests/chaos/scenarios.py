@@ -19,11 +19,21 @@ from tests.chaos.checker import Verdict, check
 from tests.chaos.stack import Infra, Stack
 from tests.support.waiting import until
 
-HOLD = 10.0
-"""How long a fault lasts (the issue: "for 10 s" where it names a time)."""
-WARM = 10.0
-AFTER = 15.0
 DRAIN = 300.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds of load before the fault (``warm``) and after it (``after``), and how long a fault
+    lasts (``hold``; the issue: "for 10 s" where it names a time). ``make test`` runs a few
+    scenarios with ``SHORT``."""
+
+    warm: float = 10.0
+    after: float = 15.0
+    hold: float = 10.0
+
+
+SHORT = Timing(warm=3.0, after=4.0, hold=3.0)
 
 
 @dataclass(frozen=True)
@@ -33,8 +43,9 @@ class Scenario:
     fault: Callable[[Stack], Awaitable[None]]
 
 
-async def _hold(since: float, seconds: float = HOLD) -> None:
-    await asyncio.sleep(max(0.0, since + seconds - time.monotonic()))  # the fault's duration
+async def _hold(stack: Stack, since: float, times: float = 1.0) -> None:
+    """Until ``times`` × the stack's hold after ``since``: the fault's duration."""
+    await asyncio.sleep(max(0.0, since + times * stack.hold - time.monotonic()))
 
 
 async def no_fault(stack: Stack) -> None:
@@ -46,7 +57,7 @@ def _killed(key: str) -> Callable[[Stack], Awaitable[None]]:
         began = time.monotonic()
         stack.processes[key].kill()
         await stack.processes[key].wait()
-        await _hold(began, 5.0)
+        await _hold(stack, began, 0.5)
         await stack.start(key)
 
     return fault
@@ -56,7 +67,7 @@ def _servers_restarted(*names: str) -> Callable[[Stack], Awaitable[None]]:
     async def fault(stack: Stack) -> None:
         began = time.monotonic()
         await stack.infra.down(*reversed(names))
-        await _hold(began)
+        await _hold(stack, began)
         await stack.infra.up(*names)
 
     return fault
@@ -68,27 +79,27 @@ async def ingest_replica_terminated(stack: Stack) -> None:
     replica.terminate()
     # uvicorn re-raises the signal after its graceful shutdown (hookbay_ingest.__main__)
     assert await replica.wait(60) in (0, -signal.SIGTERM), replica.tail()
-    await _hold(began)
+    await _hold(stack, began)
     await stack.start("ingest-1")
 
 
 async def destination_unavailable_then_hanging(stack: Stack) -> None:
     began = time.monotonic()
     await stack.destination_mode("unavailable")
-    await _hold(began)
+    await _hold(stack, began)
     await stack.destination_mode("hang")
-    await _hold(began, 2 * HOLD)
+    await _hold(stack, began, 2)
     await stack.destination_mode("ok")
 
 
 async def store_refuses_writes(stack: Stack) -> None:
     """PostgreSQL under FerretDB turns read-only (every write refused, as on a full disk) for
-    ``2 * HOLD`` seconds, then writable again."""
+    twice the hold, then writable again."""
     began = time.monotonic()
     await stack.infra.psql("ALTER SYSTEM SET default_transaction_read_only = on")
     await stack.infra.psql("SELECT pg_reload_conf()")
     try:
-        await _hold(began, 2 * HOLD)
+        await _hold(stack, began, 2)
     finally:
         await stack.infra.psql("ALTER SYSTEM RESET default_transaction_read_only")
         await stack.infra.psql("SELECT pg_reload_conf()")
@@ -125,11 +136,13 @@ SCENARIOS = [
 ]
 
 
-async def run(infra: Infra, scenario: Scenario, workdir: Path, rate: float) -> dict[str, Any]:
+async def run(
+    infra: Infra, scenario: Scenario, workdir: Path, rate: float, timing: Timing = Timing()
+) -> dict[str, Any]:
     """One scenario from a fresh stack to its figures (``verdict`` included)."""
-    async with Stack(infra, scenario.name, workdir / scenario.name) as stack:
+    async with Stack(infra, scenario.name, workdir / scenario.name, timing.hold) as stack:
         await stack.start_load(rate)
-        await until(lambda: len(stack.accepted()) >= rate * WARM * 0.8, 120, interval=0.2,
+        await until(lambda: len(stack.accepted()) >= rate * timing.warm * 0.8, 120, interval=0.2,
                     what="load accepted before the fault")  # fmt: skip
         fault_at = time.time()
         await scenario.fault(stack)
@@ -141,7 +154,7 @@ async def run(infra: Infra, scenario: Scenario, workdir: Path, rate: float) -> d
         await until(lambda: before <= stack.delivered(), DRAIN, interval=0.2,
                     what="everything accepted before the fault's end delivered")  # fmt: skip
         caught_up = time.time() - back_at
-        await until(lambda: len(stack.accepted(back_at)) >= rate * AFTER * 0.8, 120,
+        await until(lambda: len(stack.accepted(back_at)) >= rate * timing.after * 0.8, 120,
                     interval=0.2, what="load accepted after the fault")  # fmt: skip
         await stack.stop_load()
         stopped_at = time.time()

@@ -46,7 +46,7 @@ async def _scrape(client: httpx.AsyncClient, process: ServiceProcess) -> tuple[i
     """(asyncio tasks, consumer lag summed over partitions) from the process's ``/metrics``."""
     tasks, lag = -1, 0.0
     with contextlib.suppress(httpx.HTTPError):
-        text = (await client.get(process.base + "/metrics")).text
+        text = (await client.get(process.base + "/metrics", follow_redirects=True)).text
         for family in text_string_to_metric_families(text):
             if family.name == "hookbay_asyncio_tasks":
                 tasks = int(family.samples[0].value)
@@ -83,7 +83,7 @@ def judge(samples: list[dict[str, Any]], warm_up: float) -> dict[str, Any]:
         first, last = ordered[0], ordered[-1]
 
         def median(rows: list[dict[str, Any]], field: str) -> float:
-            return statistics.median(r[field] for r in rows)
+            return float(statistics.median(r[field] for r in rows))
 
         rss_start = median(first, "rss")
         rss_peak = max(median(rows, "rss") for rows in ordered)

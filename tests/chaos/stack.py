@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ from typing import Any
 import httpx
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import SecretStr
+from pymongo.errors import PyMongoError
 
 from hookbay_common.db import EventRepository, UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
@@ -70,6 +72,15 @@ class Infra:
         self.kafka = f"127.0.0.1:{KAFKA_PORT}"
         self.mongo = f"mongodb://127.0.0.1:{MONGO_PORT}"
         self.redis = f"redis://127.0.0.1:{REDIS_PORT}/0"
+
+    @classmethod
+    def shared(cls, kafka: str, mongo: str, redis: str) -> Infra:
+        """Servers someone else runs (``make test``'s): scenarios that stop a server are not
+        for these."""
+        infra = cls()
+        infra.servers = {}
+        infra.kafka, infra.mongo, infra.redis = kafka, mongo.rstrip("/"), redis
+        return infra
 
     async def up(self, *names: str) -> None:
         for name in names or SERVERS:
@@ -123,10 +134,12 @@ class Stack:
     owners each with a signed webhook forwarding to the destination; every process started by
     ``__aenter__`` and stopped (load first) by ``__aexit__``."""
 
-    def __init__(self, infra: Infra, name: str, workdir: Path) -> None:
+    def __init__(self, infra: Infra, name: str, workdir: Path, hold: float = 10.0) -> None:
         self.infra = infra
         self.name = name
         self.workdir = workdir
+        self.hold = hold
+        """How long a fault lasts (seconds)."""
         tag = uuid.uuid4().hex[:6]
         self.env = {
             **SERVICE_ENV, "HOOKBAY_KAFKA_BOOTSTRAP": infra.kafka,
@@ -154,6 +167,14 @@ class Stack:
         return f"http://127.0.0.1:{self.destination_port}"
 
     async def __aenter__(self) -> Stack:
+        try:
+            await self._start()
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def _start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         await ensure_configured_topics(self.settings)
         await db_client.migrate(self.db)
@@ -166,7 +187,6 @@ class Stack:
         await self._owners()
         for role in ROLES:
             await self.start(role)
-        return self
 
     async def __aexit__(self, *exc: object) -> None:
         try:
@@ -177,6 +197,8 @@ class Stack:
                 self._destination.terminate()
                 async with asyncio.timeout(30):
                     await self._destination.wait()
+            with contextlib.suppress(PyMongoError):  # the logs stay in the workdir
+                await self._mongo.drop_database(self.db.name)
             await self._mongo.close()
 
     async def _destination_answers(self) -> bool:
@@ -310,10 +332,19 @@ async def _spawn(argv: list[str], log_path: Path) -> asyncio.subprocess.Process:
 
 @contextlib.asynccontextmanager
 async def infrastructure() -> AsyncIterator[Infra]:
-    """The private servers, started (installed when missing) and stopped again at the end."""
-    infra = Infra()
-    await infra.up()
-    try:
-        yield infra
-    finally:
-        await infra.down()
+    """The private servers, started (installed when missing) and stopped again at the end; one
+    run at a time (a second would stop the first's servers under it)."""
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    with (RUN_DIR / "chaos.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SystemExit(
+                "chaos: another chaos run holds .cache/chaos-run; wait for it"
+            ) from None
+        infra = Infra()
+        await infra.up()
+        try:
+            yield infra
+        finally:
+            await infra.down()

@@ -23,7 +23,6 @@ from typing import Any
 import structlog
 import uvicorn
 from pydantic import ValidationError
-from uvicorn.main import STARTUP_FAILURE
 
 from hookbay_common.errors import HookbayError
 from hookbay_common.logs import configure_logging
@@ -32,6 +31,8 @@ from hookbay_ingest.server import protocol_for
 from hookbay_ingest.settings import IngestSettings
 
 log = structlog.get_logger("hookbay.ingest")
+STARTUP_FAILURE = 3
+"""The exit status ``uvicorn.run`` gives when the server never started (its ``STARTUP_FAILURE``)."""
 
 
 class _DrainingServer(uvicorn.Server):
