@@ -33,6 +33,7 @@ class Timing:
     hold: float = 10.0
 
 
+FULL = Timing()
 SHORT = Timing(warm=3.0, after=4.0, hold=3.0)
 
 
@@ -44,7 +45,7 @@ class Scenario:
 
 
 async def _hold(stack: Stack, since: float, times: float = 1.0) -> None:
-    """Until ``times`` × the stack's hold after ``since``: the fault's duration."""
+    """Until ``times`` the stack's hold after ``since``: the fault's duration."""
     await asyncio.sleep(max(0.0, since + times * stack.hold - time.monotonic()))
 
 
@@ -137,7 +138,7 @@ SCENARIOS = [
 
 
 async def run(
-    infra: Infra, scenario: Scenario, workdir: Path, rate: float, timing: Timing = Timing()
+    infra: Infra, scenario: Scenario, workdir: Path, rate: float, timing: Timing = FULL
 ) -> dict[str, Any]:
     """One scenario from a fresh stack to its figures (``verdict`` included)."""
     async with Stack(infra, scenario.name, workdir / scenario.name, timing.hold) as stack:
