@@ -3,11 +3,11 @@ destination failing one first attempt in ten (``destination.FLAKY``) so retries 
 process's resident memory, open file descriptors and asyncio tasks, and the consumers' lag,
 sampled every ``INTERVAL`` seconds. Then drained and checked like a scenario.
 
-Judged after ``warm-up`` (the first sixth of the run, at least 2 minutes): each process's RSS must
-stay within 10 % of what it was when the warm-up ended (the median of the first post-warm-up
-minute against the maximum of any later minute's median), its descriptors and tasks must not
-grow (last minute's median ≤ first post-warm-up minute's maximum), and the lag must stay bounded
-(below ``LAG_BOUND`` records at every sample after warm-up).
+Judged after the warm-up (the first sixth of the run, at least 2 minutes, at most half):
+each process's RSS must stay within 10 % of what it was when the warm-up ended (the median of
+the first post-warm-up minute against the maximum of any later minute's median), its descriptors
+and tasks must not grow (last minute's median ≤ first post-warm-up minute's maximum), and the lag
+must stay bounded (below ``LAG_BOUND`` records at every sample after warm-up).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def plot(samples: list[dict[str, Any]], warm_up: float, out: Path) -> None:
 async def soak(
     infra: Infra, workdir: Path, rate: float, minutes: float, png: Path
 ) -> dict[str, Any]:
-    warm_up = max(120.0, minutes * 60 / 6)
+    warm_up = min(max(120.0, minutes * 60 / 6), minutes * 60 / 2)
     async with Stack(infra, "soak", workdir / "soak") as stack:
         await stack.destination_mode("flaky")
         samples: list[dict[str, Any]] = []
@@ -156,7 +156,7 @@ async def soak(
             "minutes": minutes, "rate": rate, "warm_up_s": warm_up, "samples": len(samples),
             "retried_first_attempts": retried, "processes": processes, "exited": stack.exited(),
             "verdict": verdict.as_dict(),
-            "ok": verdict.ok and not stack.exited() and all(
+            "ok": verdict.ok and not stack.exited() and bool(processes) and all(
                 p["rss_ok"] and p["fds_ok"] and p["tasks_ok"] and p["lag_ok"]
                 for p in processes.values()
             ),
