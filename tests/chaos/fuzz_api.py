@@ -16,9 +16,9 @@ bearer token, valid and invalid data, one operation at a time and as stateful se
 Every response is checked with schemathesis' ``not_a_server_error``, ``status_code_conformance``,
 ``content_type_conformance``, ``response_schema_conformance`` and ``negative_data_rejection``, and
 each 4xx/5xx body must be a JSON object with string ``error`` and ``message``. Secrets the run
-sends or receives (webhook secrets, passwords, issued tokens) are collected and no response may
-carry one, except the answer that issued a token; the caller's token too (``leaks``; the logs are
-the caller's to scan with ``secrets_seen``).
+has the API store or receives (webhook secrets and passwords of accepted requests, issued
+tokens) are collected and no response may carry one, except the answer that issued a token; the
+caller's token too (``leaks``; the logs are the caller's to scan with ``secrets_seen``).
 
 What the run may touch (it acts as the token's owner, and an admin token could reach any user):
 
@@ -261,7 +261,6 @@ class Fuzzer:
     def send(self, case: ApiCase, phase: str) -> Response | None:
         """Send ``case`` (made safe first), check the answer, record it."""
         self.guard.before(case)
-        self._collect_sent_secrets(case)
         number = self.report.inputs
         self.report.inputs += 1
         self.report.by_phase[phase] += 1
@@ -284,17 +283,25 @@ class Fuzzer:
             self.report.offence(f"no answer: {type(exc).__name__}: {exc}"[:300], case, None)
             return None
         self._judge(case, response, headers)
+        if 200 <= response.status_code < 300:
+            self._collect_stored_secrets(case)
         self.guard.after(case, response)
         self._record(number, label, response, _echoable(case))
         return response
 
-    def _collect_sent_secrets(self, case: ApiCase) -> None:
+    def _collect_stored_secrets(self, case: ApiCase) -> None:
+        """The secret fields of an accepted request (a refused one stored nothing). A value an
+        earlier answer already held is the API's own wording, not a secret: schemathesis feeds
+        strings seen in answers back as inputs ("Content-Disposition" as a password)."""
         body = case.body
-        if isinstance(body, dict):
-            for key in SECRET_FIELDS:
-                value = body.get(key)
-                if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
-                    self.secrets.add(value)
+        if not isinstance(body, dict):
+            return
+        for key in SECRET_FIELDS:
+            value = body.get(key)
+            if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
+                continue
+            if value not in self.secrets and not any(value in t for _, t in self.texts):
+                self.secrets.add(value)
 
     def _judge(self, case: ApiCase, response: Response, headers: dict[str, str]) -> None:
         status = response.status_code
@@ -319,18 +326,20 @@ class Fuzzer:
         head = f"HTTP {response.status_code}\n" + "".join(
             f"{name}: {value}\n" for name, values in response.headers.items() for value in values
         )
+        raw = head + "\n" + response.text_lossy()
+        body = _json(response)
+        token = (
+            body.get("token") if response.status_code == 201 and isinstance(body, dict) else None
+        )
+        if isinstance(token, str):  # shown once, in this answer: nowhere else (nor in a file)
+            self.secrets.add(token)
+            raw = raw.replace(token, "<the token this answer issued>")
         # Hypothesis reuses values across fields and examples: a name in the path may equal a
         # password sent elsewhere, and a 404 rightly echoes the name
-        text = redact(head + "\n" + response.text_lossy(), echoable)
-        body = _json(response)
-        if response.status_code == 201 and isinstance(body, dict):
-            token = body.get("token")
-            if isinstance(token, str):  # shown once, in this answer: nowhere else
-                self.secrets.add(token)
-                text = text.replace(token, "<the token this answer issued>")
+        text = redact(raw, echoable)
         self.texts.append((f"api#{number} {label} {response.status_code}", text))
         if self.responses is not None:
-            self.responses.append((f"api#{number} {label}", head + "\n" + response.text_lossy()))
+            self.responses.append((f"api#{number} {label}", raw))
 
     # --- the phases ---------------------------------------------------------------------------
 
@@ -419,7 +428,7 @@ class Fuzzer:
             before = self.report.inputs
             machine = hypothesis.seed(self.seed * 1000 + round_)(Machine)
             settings = hypothesis.settings(
-                max_examples=max(2, (target - self.report.inputs) // 6), database=None,
+                max_examples=max(2, (target - self.report.inputs) // 10), database=None,
                 deadline=None, stateful_step_count=10, phases=[Phase.generate],
                 suppress_health_check=list(HealthCheck),
             )  # fmt: skip
@@ -630,7 +639,8 @@ def fuzz_api(
     with at least ``n`` requests; the counts, ``leaks`` (secrets or stack traces in answers) and
     ``secrets_seen`` (every secret the run sent or was issued, the token included, for the
     caller's log scan; never written to a report). ``responses``, when given, receives every
-    answer as ``(label, text)``. Blocking (requests): call it from a thread in async code."""
+    answer as ``(label, text)``, a token an answer issued replaced by a placeholder. Blocking
+    (requests): call it from a thread in async code."""
     return Fuzzer(base, token, n, seed, responses).run()
 
 

@@ -11,7 +11,7 @@ senders (byte by byte, some hanging up mid-request), pipelined requests, HTTP/1.
 
 Reproducible: input ``i`` of seed ``s`` is made by ``random.Random(f"{s}:{i}")`` alone, and the
 kind of each input follows a fixed weighted cycle (``KINDS``), so a run's mix is the same every
-time and one offending input can be made again from its index (``case(base, targets, seed, i)``).
+time and one offending input can be made again from its index (``case(targets, seed, index)``).
 
 Every answer is judged:
 

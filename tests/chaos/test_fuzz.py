@@ -43,6 +43,7 @@ class FuzzStack:
     settings: Settings
     targets: list[dict[str, str]]
     api_token: str
+    ingest_token: str
     session_secrets: list[str]
     """The API owner's dashboard session cookie and CSRF token (a login made for the purpose)."""
 
@@ -52,7 +53,8 @@ class FuzzStack:
 
     def secrets(self) -> list[str]:
         known = [t["secret"] for t in self.targets if t["secret"]]
-        return [*known, self.api_token, TEST_SECRET_KEY, PASSWORD, *self.session_secrets]
+        tokens = [self.api_token, self.ingest_token]
+        return [*known, *tokens, TEST_SECRET_KEY, PASSWORD, *self.session_secrets]
 
 
 async def _owner(db: Database, *, admin: bool) -> tuple[str, str]:
@@ -131,7 +133,7 @@ async def fuzz_stack(
         async with httpx.AsyncClient(base_url=dashboard.base, headers=auth, timeout=30) as api:
             await _seed_events(db, api, api_owner)
         session = await _session(dashboard.base, api_owner)
-        yield FuzzStack(ingest, dashboard, settings, targets, api_token, session)
+        yield FuzzStack(ingest, dashboard, settings, targets, api_token, ingest_token, session)
 
 
 def _clean(report: dict[str, Any]) -> dict[str, Any]:
