@@ -35,6 +35,7 @@ What the run may touch (it acts as the token's owner, and an admin token could r
   ``STREAM_SECONDS`` and gets a few examples only.
 - the token's own webhooks may be changed, deactivated or deleted: give the run a user of its
   own (the CLI's ``--token-file``), never one whose webhooks other tests rely on.
+- at the end, the users and tokens the run created are deleted (``cleaned_up``).
 
 CLI: ``python -m tests.chaos.fuzz_api --base URL --token-file FILE --n 10000 --out report.json``.
 """
@@ -459,6 +460,20 @@ class Fuzzer:
         if self.responses is not None:
             self.responses += raw.answers
 
+    def clean_up(self) -> dict[str, int]:
+        """Delete the users and tokens the run created (not counted as inputs): the accounts
+        it made, admins among them, hold live tokens."""
+        gone = Counter[str]()
+        for username in sorted(self.guard.created_users):
+            url = f"{self.base}{API}/admin/users/{username}"
+            response = self.session.delete(url, headers=self._auth(), timeout=60)
+            gone["users"] += response.status_code == 204
+        for token_id in sorted(self.guard.created_tokens):
+            url = f"{self.base}{API}/tokens/{token_id}"
+            response = self.session.delete(url, headers=self._auth(), timeout=60)
+            gone["tokens"] += response.status_code == 204
+        return dict(gone)
+
     def run(self) -> dict[str, Any]:
         started = time.monotonic()
         stateful = int(self.n * STATEFUL_SHARE)
@@ -468,6 +483,7 @@ class Fuzzer:
         self.stateful(max(stateful, self.n - self.report.inputs))
         self.report.duration = time.monotonic() - started
         result = self.report.as_dict()
+        result["cleaned_up"] = self.clean_up()
         result["leaks"] = scan(self.texts, self.secrets)
         result["secrets_seen"] = sorted(self.secrets)
         return result
