@@ -36,6 +36,7 @@ from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from tests.support.broker import ROOT, PrivateBroker, PrivateFerretDB
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook, unique_name
+from tests.support.load import Lines
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.receiver import Receiver
 from tests.support.waiting import until
@@ -66,26 +67,14 @@ class Intake:
     recorder: ServiceProcess
     targets: list[Target]
     events: EventRepository
-    answers_path: Path
+    answers: Lines
+    """Every answer the load client wrote down so far (read incrementally)."""
     receiver: Receiver
     figures: dict[str, Any] = field(default_factory=dict)
-    _read: list[dict[str, Any]] = field(default_factory=list)
-    _offset: int = 0
 
     @property
     def processes(self) -> tuple[ServiceProcess, ...]:
         return self.ingest, self.forwarder, self.recorder
-
-    def answers(self) -> list[dict[str, Any]]:
-        """Every answer the load client wrote down so far (read incrementally)."""
-        if self.answers_path.exists():
-            with self.answers_path.open("rb") as file:
-                file.seek(self._offset)
-                chunk = file.read()
-            complete = chunk[: chunk.rfind(b"\n") + 1]
-            self._offset += len(complete)
-            self._read.extend(json.loads(line) for line in complete.splitlines())
-        return self._read
 
 
 @pytest.fixture
@@ -131,7 +120,7 @@ async def intake(
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
         it = Intake(
-            broker, ingest, forwarder, recorder, targets, EventRepository(db), answers_path,
+            broker, ingest, forwarder, recorder, targets, EventRepository(db), Lines(answers_path),
             receiver,
         )  # fmt: skip
         try:
@@ -251,7 +240,7 @@ async def finish(it: Intake, last_back: float) -> None:
         assert "Traceback" not in process.log(), process.tail()
     it.figures["answers"] = dict(statuses)
     figures = json.dumps(it.figures)
-    (it.answers_path.parent / "figures.json").write_text(figures)
+    (it.answers.path.parent / "figures.json").write_text(figures)
     print(f"recovery: {figures}")  # noqa: T201 - the measured figures (-s)
 
 

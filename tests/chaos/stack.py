@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from hookbay_common.wire import decode_event
 from tests.support.broker import ROOT, PrivateServer
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
 from tests.support.kafka import partitions_of
+from tests.support.load import Lines
 from tests.support.net import free_port
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.waiting import until
@@ -108,25 +109,6 @@ class Target:
     path: str
     secret: str
     webhook_id: str
-
-
-@dataclass
-class Lines:
-    """A JSON-lines file another process appends to, read incrementally (whole lines only)."""
-
-    path: Path
-    read: list[dict[str, Any]] = field(default_factory=list)
-    _offset: int = 0
-
-    def __call__(self) -> list[dict[str, Any]]:
-        if self.path.exists():
-            with self.path.open("rb") as file:
-                file.seek(self._offset)
-                chunk = file.read()
-            complete = chunk[: chunk.rfind(b"\n") + 1]
-            self._offset += len(complete)
-            self.read.extend(json.loads(line) for line in complete.splitlines())
-        return self.read
 
 
 class Stack:

@@ -32,6 +32,7 @@ import signal
 import sys
 import time
 import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -169,6 +170,25 @@ async def _probe(
             (unready.discard if ready else unready.add)(base)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), PROBE)
+
+
+@dataclass
+class Lines:
+    """A JSON-lines file another process appends to, read incrementally (whole lines only)."""
+
+    path: Path
+    read: list[dict[str, Any]] = field(default_factory=list)
+    _offset: int = 0
+
+    def __call__(self) -> list[dict[str, Any]]:
+        if self.path.exists():
+            with self.path.open("rb") as file:
+                file.seek(self._offset)
+                chunk = file.read()
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self._offset += len(complete)
+            self.read.extend(json.loads(line) for line in complete.splitlines())
+        return self.read
 
 
 def main() -> None:
