@@ -42,7 +42,9 @@ from tests.support.processes import ServiceProcess, service_process
 from tests.support.waiting import until
 
 RUN_DIR = ROOT / ".cache" / "chaos-run"
-KAFKA_PORT, MONGO_PORT, REDIS_PORT, PG_PORT = 39092, 37017, 36379, 35433
+# below the ephemeral range (tests/support/net.py): a port in it can be taken by any outgoing
+# connection while its server is stopped, and the restart then fails ("Address already in use")
+KAFKA_PORT, MONGO_PORT, REDIS_PORT, PG_PORT = 18092, 17017, 18379, 17433
 INFRA_ENV = {
     "HOOKBAY_INFRA_KAFKA_PORT": str(KAFKA_PORT), "HOOKBAY_INFRA_MONGO_PORT": str(MONGO_PORT),
     "HOOKBAY_INFRA_REDIS_PORT": str(REDIS_PORT), "HOOKBAY_INFRA_PG_PORT": str(PG_PORT),

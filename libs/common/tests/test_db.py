@@ -24,6 +24,7 @@ from hookbay_common.db import (
     WebhookRepository,
     migrate,
 )
+from hookbay_common.db import events as events_module
 from hookbay_common.db.client import INDEXES
 from hookbay_common.db.events import (
     PAGE_SIZE,
@@ -365,6 +366,38 @@ class TestEventStatusFromAttempts:
         assert stored is not None
         assert stored.status is EventStatus.FAILED
         assert stored.body == event.body
+
+    async def test_only_the_events_with_a_stub_take_the_slow_way(
+        self, db: Database, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After a store outage most events of a batch meet their status stub; the others of the
+        same insert chunk are inserted, not written again one by one."""
+        events = EventRepository(db)
+        hook = new_id(IdPrefix.WEBHOOK)
+        batch = [
+            create_event(webhook_id=hook, forward_url="http://127.0.0.1:9/h") for _ in range(12)
+        ]
+        stubbed = {1, 5, 6, 11}
+        await events.apply_attempts(
+            [create_attempt(batch[i], status_code=503) for i in sorted(stubbed)]
+        )
+        calls: list[int] = []
+        real = events_module._upsert
+
+        async def counted(collection: Any, statements: Any) -> None:
+            calls.append(1)
+            await real(collection, statements)
+
+        monkeypatch.setattr(events_module, "_upsert", counted)
+        await events.upsert_many(batch)
+        assert len(calls) == len(stubbed)  # heads only: no body existed before
+        for i, event in enumerate(batch):
+            stored = await events.get(event.id)
+            assert stored is not None
+            assert stored.body == event.body
+            assert stored.status is (EventStatus.FAILED if i in stubbed else EventStatus.PENDING)
+        heads = await events.page_heads(hook, 0)
+        assert sorted(h.id for h in heads) == sorted(e.id for e in batch)  # all on their page
 
     @pytest.mark.parametrize(
         ("overrides", "status"),
