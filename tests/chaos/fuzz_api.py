@@ -68,6 +68,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 from schemathesis.core.transport import Response
+from schemathesis.openapi.checks import UndefinedStatusCode
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from hookbay_common.names import is_valid_username
@@ -101,15 +102,20 @@ class Report:
     seed: int
     n: int
     inputs: int = 0
+    requests: int = 0
     by_status: Counter[str] = field(default_factory=Counter)
     by_operation: Counter[str] = field(default_factory=Counter)
     by_phase: Counter[str] = field(default_factory=Counter)
     five_xx: int = 0
     non_json_errors: int = 0
+    unexpected_status: int = 0
+    """Answers with a status the document does not give the operation (schemathesis'
+    ``status_code_conformance``), and raw-phase answers outside the allowed ones."""
     check_failures: Counter[str] = field(default_factory=Counter)
     transport_errors: int = 0
     rewritten: Counter[str] = field(default_factory=Counter)
     protocol_no_answer: Counter[str] = field(default_factory=Counter)
+    protocol_no_answer_offending: int = 0
     generation_errors: list[str] = field(default_factory=list)
     offending: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
@@ -129,15 +135,17 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "seed": self.seed, "n": self.n, "inputs": self.inputs,
+            "seed": self.seed, "n": self.n, "inputs": self.inputs, "requests": self.requests,
             "duration_s": round(self.duration, 1),
             "by_status": dict(sorted(self.by_status.items())),
             "by_phase": dict(self.by_phase),
             "by_operation": dict(sorted(self.by_operation.items())),
             "5xx": self.five_xx, "non_json_errors": self.non_json_errors,
+            "unexpected_status": self.unexpected_status,
             "check_failures": dict(self.check_failures),
             "transport_errors": self.transport_errors,
             "protocol_no_answer_allowed": dict(self.protocol_no_answer),
+            "protocol_no_answer_offending": self.protocol_no_answer_offending,
             "rewritten_for_safety": dict(self.rewritten),
             "generation_errors": self.generation_errors[:MAX_EXAMPLES],
             "offending": self.offending, "examples": self.examples,
@@ -264,6 +272,7 @@ class Fuzzer:
         self.guard.before(case)
         number = self.report.inputs
         self.report.inputs += 1
+        self.report.requests += 1
         self.report.by_phase[phase] += 1
         label = case.operation.label
         self.report.by_operation[label] += 1
@@ -320,6 +329,7 @@ class Fuzzer:
             for failure in failures:
                 title = str(getattr(failure, "title", type(failure).__name__))
                 self.report.check_failures[title] += 1
+                self.report.unexpected_status += isinstance(failure, UndefinedStatusCode)
                 message = str(getattr(failure, "message", failure))[:300]
                 self.report.offence(f"check: {title}: {message}", case, response)
 
@@ -447,11 +457,14 @@ class Fuzzer:
         raw = asyncio.run(_protocol_run(self.base, self.token, budget, self.seed))
         report = self.report
         report.inputs += raw.inputs
+        report.requests += raw.requests
         report.by_phase["protocol"] += raw.inputs
         report.by_status.update(raw.by_status)
         report.five_xx += raw.five_xx
         report.non_json_errors += raw.non_json_errors
+        report.unexpected_status += raw.unexpected_status
         report.protocol_no_answer.update(raw.no_answer_allowed)
+        report.protocol_no_answer_offending += raw.no_answer_offending
         report.offending += raw.offending
         for example in raw.examples[: max(0, MAX_EXAMPLES - len(report.examples))]:
             example["input"] = example["input"].replace(self.token, "<token>")

@@ -1,0 +1,236 @@
+"""One fuzz run of issue 19 on real processes, the same for ``make test`` (``test_fuzz.py``: 300
+inputs a surface, seed 0) and ``make chaos`` (``scripts/chaos.py --fuzz N``, a seed a day).
+
+``fuzz_stack(env, db, logs)`` starts ``python -m hookbay_ingest`` and ``python -m
+hookbay_dashboard`` on the Kafka, MongoDB, Redis and topic namespace of ``env`` (their logs in
+``logs``), and makes what the fuzzers need: an owner whose webhooks ingest is fuzzed against
+(signed, unsigned, inactive; made through the API, so ingest hears of them on the change log),
+an admin owner the API is fuzzed as, with a webhook holding stored events and a dashboard
+session (its cookie and CSRF token are secrets to look for too).
+
+``run_fuzzing(fs, n_ingest=, n_api=, seed=)`` runs ``fuzz_ingest`` and then ``fuzz_api`` (in a
+thread: it blocks), checks that every request ingest answered 200 is in Kafka with the body sent,
+scans every answer and every line of both processes' logs for stack traces and secrets, and
+returns one report: a summary per surface (``ingest``, ``api``) and ``ok``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from argon2 import PasswordHasher
+
+from hookbay_common.db import Database, EventRepository, TokenRepository, UserRepository
+from hookbay_common.db import client as db_client
+from hookbay_common.kafka import ensure_configured_topics
+from hookbay_common.plans import load_plans
+from hookbay_common.settings import Settings
+from hookbay_dashboard.accounts.service import AccountService
+from tests.chaos.fuzz_api import fuzz_api
+from tests.chaos.fuzz_ingest import NO_ANSWER_ALLOWED, fuzz_ingest, missing_from_kafka
+from tests.chaos.leaks import scan, scan_logs
+from tests.support.factories import create_event, unique_name
+from tests.support.processes import ServiceProcess, service_process
+
+PASSWORD = "fuzz-owner-password-31f8"
+_FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1)
+FUZZ_ENV = {
+    "HOOKBAY_COOKIE_SECURE": "false",  # the session cookie over plain HTTP
+    "HOOKBAY_LOGIN_LIMIT_PER_ADDRESS": "100000",  # the fuzzer logs in from 127.0.0.1 at will
+}
+"""Set on top of the caller's environment (with a Redis key prefix of the run's own)."""
+
+
+@dataclass
+class FuzzStack:
+    ingest: ServiceProcess
+    dashboard: ServiceProcess
+    settings: Settings
+    targets: list[dict[str, str]]
+    """The ingest owner's webhooks, as ``fuzz_ingest`` takes them."""
+    api_token: str
+    """The admin owner the API is fuzzed as."""
+    ingest_token: str
+    session_secrets: list[str]
+    """The API owner's dashboard session cookie and CSRF token (a login made for the purpose)."""
+
+    @property
+    def logs(self) -> list[Path]:
+        return [self.ingest.log_path, self.dashboard.log_path]
+
+    def secrets(self) -> list[str]:
+        """What no answer and no log line may hold: signing secrets, tokens, the secret key,
+        the owners' password, the session."""
+        known = [t["secret"] for t in self.targets if t["secret"]]
+        tokens = [self.api_token, self.ingest_token]
+        key = self.settings.secret_key.get_secret_value()
+        return [*known, *tokens, key, PASSWORD, *self.session_secrets]
+
+
+@contextlib.asynccontextmanager
+async def fuzz_stack(env: dict[str, str], db: Database, logs: Path) -> AsyncIterator[FuzzStack]:
+    """Ingest and the dashboard on ``env`` (``HOOKBAY_*``: Kafka, ``db``'s MongoDB URL, Redis,
+    namespace, secret key), with the owners and webhooks the fuzzers need; the processes are
+    stopped on exit (the database is the caller's)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    penv = {**env, **FUZZ_ENV, "HOOKBAY_REDIS_KEY_PREFIX": f"hookbay:fuzz:{uuid.uuid4().hex[:8]}:"}
+    fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
+    settings = Settings(**fields)
+    await ensure_configured_topics(settings)
+    await db_client.migrate(db)
+    ingest_owner, ingest_token = await _owner(db, admin=False)
+    api_owner, api_token = await _owner(db, admin=True)
+    async with (
+        service_process("ingest", penv, logs / "ingest.log") as ingest,
+        service_process("dashboard", penv, logs / "dashboard.log") as dashboard,
+    ):
+        auth = {"Authorization": f"Bearer {ingest_token}"}
+        async with httpx.AsyncClient(base_url=dashboard.base, headers=auth, timeout=30) as api:
+            targets = await _targets(api, ingest_owner)
+        auth = {"Authorization": f"Bearer {api_token}"}
+        async with httpx.AsyncClient(base_url=dashboard.base, headers=auth, timeout=30) as api:
+            await _seed_events(db, api, api_owner)
+        session = await _session(dashboard.base, api_owner)
+        yield FuzzStack(ingest, dashboard, settings, targets, api_token, ingest_token, session)
+
+
+async def _owner(db: Database, *, admin: bool) -> tuple[str, str]:
+    accounts = AccountService(
+        UserRepository(db), TokenRepository(db), load_plans(None), hasher=_FAST_HASHER
+    )
+    user, issued = await accounts.create_user(
+        unique_name("fz"), plan="pro", admin=admin, password=PASSWORD
+    )
+    return user.username, issued.token
+
+
+async def _targets(api: httpx.AsyncClient, username: str) -> list[dict[str, str]]:
+    """Webhooks made through the API (ingest hears of them on the change log): signed, unsigned,
+    inactive."""
+    targets = []
+    for secret, active in [(f"fz-sig-{uuid.uuid4().hex}", True), (None, True),
+                           (f"fz-off-{uuid.uuid4().hex}", False)]:  # fmt: skip
+        name = unique_name("hook-")
+        created = await api.post("/api/v1/webhooks", json={"name": name, "secret": secret})
+        assert created.status_code == 201, created.text
+        if not active:
+            done = await api.post(f"/api/v1/webhooks/{name}/deactivate")
+            assert done.status_code == 200, done.text
+        targets.append({"path": f"/w/{username}/{name}", "secret": secret or "",
+                        "active": str(active).lower()})  # fmt: skip
+    return targets
+
+
+async def _seed_events(db: Database, api: httpx.AsyncClient, username: str) -> None:
+    """A webhook of the API owner with stored events, so that event operations find some."""
+    name = unique_name("hook-")
+    created = await api.post("/api/v1/webhooks", json={"name": name})
+    assert created.status_code == 201, created.text
+    hook = created.json()
+    events = EventRepository(db)
+    for n in range(3):
+        await events.upsert(create_event(
+            webhook_id=hook["id"], username=username, webhook_name=name,
+            body=json.dumps({"n": n}).encode(), forward_url=None,
+        ))  # fmt: skip
+
+
+async def _session(base: str, username: str) -> list[str]:
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        response = await client.post(
+            "/api/v1/auth/login", json={"username": username, "password": PASSWORD}
+        )
+        assert response.status_code == 200, response.text
+        return [response.cookies["hookbay_session"], response.json()["csrf_token"]]
+
+
+async def run_fuzzing(fs: FuzzStack, *, n_ingest: int, n_api: int, seed: int = 0) -> dict[str, Any]:
+    """Fuzz both surfaces of ``fs`` (module docstring). Per surface: ``inputs``, ``requests``,
+    ``answers``, ``by_status``, ``5xx``, ``non_json_errors``, ``unexpected_status``,
+    ``no_answer`` (``allowed`` by reason, ``offending``), ``accepted`` and ``missing_from_kafka``
+    (ingest), ``leaks``, ``offending``, ``examples``, ``duration_s``, ``exited`` (the process
+    ended during the run), ``ok``; ``ok`` overall when both are."""
+    started = time.monotonic()
+    ingest_answers: list[tuple[str, str]] = []
+    ingest = await fuzz_ingest(fs.ingest.base, fs.targets, n_ingest, seed, responses=ingest_answers)
+    kafka_started = time.monotonic()
+    missing = await missing_from_kafka(
+        fs.settings.kafka_bootstrap, fs.settings.topics.events, ingest["accepted"]
+    )
+    kafka_s = time.monotonic() - kafka_started
+    api_answers: list[tuple[str, str]] = []
+    api = await asyncio.to_thread(
+        fuzz_api, fs.dashboard.base, fs.api_token, n_api, seed, responses=api_answers
+    )
+    # secrets the API run stored or was issued may show up in either log (a webhook's secret
+    # travels to ingest on the change log)
+    every_secret = [*fs.secrets(), *api.pop("secrets_seen")]
+    ingest_leaks = scan(ingest_answers, fs.secrets())
+    ingest_leaks += scan_logs([fs.ingest.log_path], every_secret)
+    api_leaks = api["leaks"] + scan(api_answers, fs.secrets())
+    api_leaks += scan_logs([fs.dashboard.log_path], every_secret)
+    surfaces = {
+        "ingest": _ingest_summary(ingest, len(ingest_answers), missing, ingest_leaks, kafka_s),
+        "api": _api_summary(api, len(api_answers), api_leaks),
+    }
+    for key, process in (("ingest", fs.ingest), ("api", fs.dashboard)):
+        surfaces[key]["exited"] = process.proc.returncode if process.exited else None
+        surfaces[key]["ok"] = bool(
+            surfaces[key]["offending"] == 0
+            and not surfaces[key]["leaks"]
+            and not surfaces[key].get("missing_from_kafka")
+            and not process.exited
+        )
+    return {
+        "seed": seed,
+        **surfaces,
+        "no_answer_allowed_because": NO_ANSWER_ALLOWED,
+        "duration_s": round(time.monotonic() - started, 1),
+        "ok": all(s["ok"] for s in surfaces.values()),
+    }
+
+
+def _ingest_summary(
+    report: dict[str, Any], answers: int, missing: list[str], leaks: list[str], kafka_s: float
+) -> dict[str, Any]:
+    return {
+        "n": report["n"], "inputs": report["inputs"], "requests": report["requests"],
+        "answers": answers, "by_status": report["by_status"], "by_kind": report["by_kind"],
+        "5xx": report["5xx"], "non_json_errors": report["non_json_errors"],
+        "unexpected_status": report["unexpected_status"],
+        "bad_success_bodies": report["bad_success_bodies"],
+        "no_answer": {k: report["no_answer"][k] for k in ("allowed", "offending")},
+        "accepted": len(report["accepted"]), "missing_from_kafka": missing,
+        "kafka_check_s": round(kafka_s, 1), "leaks": leaks,
+        "offending": report["offending"], "examples": report["examples"],
+        "duration_s": report["duration_s"],
+    }  # fmt: skip
+
+
+def _api_summary(report: dict[str, Any], answers: int, leaks: list[str]) -> dict[str, Any]:
+    return {
+        "n": report["n"], "inputs": report["inputs"], "requests": report["requests"],
+        "answers": answers, "by_status": report["by_status"], "by_phase": report["by_phase"],
+        "by_operation": report["by_operation"],
+        "5xx": report["5xx"], "non_json_errors": report["non_json_errors"],
+        "unexpected_status": report["unexpected_status"],
+        "check_failures": report["check_failures"],
+        "no_answer": {
+            "allowed": report["protocol_no_answer_allowed"],
+            "offending": report["protocol_no_answer_offending"] + report["transport_errors"],
+        },
+        "rewritten_for_safety": report["rewritten_for_safety"],
+        "generation_errors": report["generation_errors"],
+        "cleaned_up": report["cleaned_up"], "leaks": leaks,
+        "offending": report["offending"], "examples": report["examples"],
+        "duration_s": report["duration_s"],
+    }  # fmt: skip
