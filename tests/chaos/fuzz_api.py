@@ -46,11 +46,14 @@ import argparse
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import random
 import sys
 import time
 import uuid
+import zlib
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -386,7 +389,8 @@ class Fuzzer:
             plans.append((GenerationMode.POSITIVE, pinned))
         each = max(1, share // len(plans))
         for number, (mode, pins) in enumerate(plans):
-            seed = hash((self.seed, operation.label, round_, number)) & 0xFFFFFFFF
+            # not hash(): string hashes differ from process to process (PYTHONHASHSEED)
+            seed = zlib.crc32(f"{self.seed}:{operation.label}:{round_}:{number}".encode())
             self._examples(operation, mode, pins, each, seed)
 
     def _examples(
@@ -668,9 +672,32 @@ def fuzz_api(
     with at least ``n`` requests; the counts, ``leaks`` (secrets or stack traces in answers) and
     ``secrets_seen`` (every secret the run sent or was issued, the token included, for the
     caller's log scan; never written to a report). ``responses``, when given, receives every
-    answer as ``(label, text)``, a token an answer issued replaced by a placeholder. Blocking
-    (requests): call it from a thread in async code."""
-    return Fuzzer(base, token, n, seed, responses).run()
+    answer as ``(label, text)``, a token an answer issued replaced by a placeholder. Blocking:
+    call it from a thread in async code.
+
+    The run happens in a process of its own (spawned, not forked: the caller may run threads
+    and an event loop). Hypothesis requires that the global ``random`` state does not change
+    while it draws an example (``HypothesisDeprecationWarning``: "Do not use the `random` module
+    inside strategies"), and in the caller's process other threads change it at any moment:
+    pymongo draws each request id from it and aiokafka picks brokers with it, in the event loop
+    beside the thread this is called from. Hypothesis also seeds that global state while it
+    runs, which would make those threads' draws repeat. Alone in its process, the run draws
+    only from Hypothesis' own randomness."""
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
+        result, answers = child.submit(_run, base, token, n, seed, responses is not None).result()
+    if responses is not None:
+        responses += answers
+    return result
+
+
+def _run(
+    base: str, token: str, n: int, seed: int, keep_answers: bool
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """``fuzz_api``'s run, in the child process; the report and (when kept) the answers."""
+    answers: list[tuple[str, str]] = []
+    result = Fuzzer(base, token, n, seed, answers if keep_answers else None).run()
+    return result, answers
 
 
 def main(argv: list[str] | None = None) -> int:

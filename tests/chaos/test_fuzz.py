@@ -23,20 +23,11 @@ INGEST_INPUTS = 300
 API_INPUTS = 300
 
 
-@pytest.fixture(scope="module")
-async def stack(
-    env: dict[str, str], db: Database, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[FuzzStack]:
+@pytest.fixture
+async def stack(env: dict[str, str], db: Database, tmp_path: Path) -> AsyncIterator[FuzzStack]:
     namespace = f"fuzz.{uuid.uuid4().hex[:8]}"  # a topic of its own: the Kafka check reads it all
-    penv = {**env, "HOOKBAY_KAFKA_NAMESPACE": namespace}
-    async with fuzz_stack(penv, db, tmp_path_factory.mktemp("fuzz")) as fs:
+    async with fuzz_stack({**env, "HOOKBAY_KAFKA_NAMESPACE": namespace}, db, tmp_path) as fs:
         yield fs
-
-
-@pytest.fixture(scope="module")
-async def fuzzed(stack: FuzzStack) -> dict[str, Any]:
-    """Both fuzzers, the Kafka check and the leak scans, as ``make chaos`` runs them."""
-    return await run_fuzzing(stack, n_ingest=INGEST_INPUTS, n_api=API_INPUTS, seed=0)
 
 
 def _clean(report: dict[str, Any]) -> dict[str, Any]:
@@ -44,41 +35,36 @@ def _clean(report: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in report.items() if k not in {"by_kind", "by_operation"}}
 
 
-class TestFuzzIngest:
-    async def test_hostile_inputs_get_documented_json_answers_and_200s_are_in_kafka(
-        self, fuzzed: dict[str, Any]
+class TestFuzzing:
+    """One test (xdist spreads tests over workers: two would start two stacks), both surfaces
+    fuzzed by ``run_fuzzing`` as ``make chaos`` fuzzes them."""
+
+    async def test_hostile_inputs_get_documented_json_answers_no_leaks_and_200s_in_kafka(
+        self, stack: FuzzStack
     ) -> None:
-        report = fuzzed["ingest"]
+        fuzzed = await run_fuzzing(stack, n_ingest=INGEST_INPUTS, n_api=API_INPUTS, seed=0)
 
-        assert report["inputs"] == INGEST_INPUTS
-        assert report["5xx"] == 0, _clean(report)
-        assert report["non_json_errors"] == 0, _clean(report)
-        assert report["offending"] == 0, _clean(report)
-        assert report["by_status"].get("200", 0) > INGEST_INPUTS // 5, report["by_status"]
-        assert report["accepted"] == report["by_status"]["200"]
-        assert report["answers"] >= INGEST_INPUTS
-        assert report["missing_from_kafka"] == []
-        assert report["leaks"] == []  # in the answers and in ingest's log
-        assert report["exited"] is None
-        assert report["ok"]
-
-
-class TestFuzzApi:
-    async def test_generated_requests_get_documented_json_answers_without_leaks(
-        self, fuzzed: dict[str, Any]
-    ) -> None:
-        report = fuzzed["api"]
-
-        assert report["inputs"] >= API_INPUTS
-        assert report["5xx"] == 0, _clean(report)
-        assert report["non_json_errors"] == 0, _clean(report)
-        assert report["offending"] == 0, _clean(report)
-        assert report["by_phase"]["stateful"] > 0, report["by_phase"]
-        assert {"200", "201", "204", "401", "404", "422"} <= set(report["by_status"])
-        assert report["answers"] >= API_INPUTS
-        assert report["leaks"] == []  # in the answers and in the dashboard's log
-        assert report["exited"] is None
-        assert report["ok"]
+        ingest = fuzzed["ingest"]
+        assert ingest["inputs"] == INGEST_INPUTS
+        assert ingest["5xx"] == 0, _clean(ingest)
+        assert ingest["non_json_errors"] == 0, _clean(ingest)
+        assert ingest["offending"] == 0, _clean(ingest)
+        assert ingest["by_status"].get("200", 0) > INGEST_INPUTS // 5, ingest["by_status"]
+        assert ingest["accepted"] == ingest["by_status"]["200"]
+        assert ingest["answers"] >= INGEST_INPUTS
+        assert ingest["missing_from_kafka"] == []
+        assert ingest["leaks"] == []  # in the answers and in ingest's log
+        assert ingest["exited"] is None
+        api = fuzzed["api"]
+        assert api["inputs"] >= API_INPUTS
+        assert api["5xx"] == 0, _clean(api)
+        assert api["non_json_errors"] == 0, _clean(api)
+        assert api["offending"] == 0, _clean(api)
+        assert api["by_phase"]["stateful"] > 0, api["by_phase"]
+        assert {"200", "201", "204", "401", "404", "422"} <= set(api["by_status"])
+        assert api["answers"] >= API_INPUTS
+        assert api["leaks"] == []  # in the answers and in the dashboard's log
+        assert api["exited"] is None
         assert fuzzed["ok"]
 
 
