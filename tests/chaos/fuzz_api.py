@@ -42,10 +42,8 @@ CLI: ``python -m tests.chaos.fuzz_api --base URL --token-file FILE --n 10000 --o
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import json
 import multiprocessing
 import random
 import sys
@@ -75,7 +73,16 @@ from schemathesis.openapi.checks import UndefinedStatusCode
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from hookbay_common.names import is_valid_username
-from tests.chaos.fuzz_ingest import Case, Req, exchange, judge
+from tests.chaos.fuzz_ingest import (
+    Case,
+    Req,
+    Tally,
+    cli_finish,
+    cli_parser,
+    cli_secrets,
+    exchange,
+    judge,
+)
 from tests.chaos.fuzz_ingest import Report as IngestReport
 from tests.chaos.leaks import MIN_SECRET_LENGTH, redact, scan
 
@@ -101,28 +108,19 @@ SAFE_DESTINATION = "127.0.0.1:9"  # the discard port: nothing listens, nothing l
 
 
 @dataclass
-class Report:
-    seed: int
-    n: int
-    inputs: int = 0
-    requests: int = 0
-    by_status: Counter[str] = field(default_factory=Counter)
+class Report(Tally):
+    """``unexpected_status``: answers with a status the document does not give the operation
+    (schemathesis' ``status_code_conformance``), and raw-phase answers outside the allowed
+    ones."""
+
     by_operation: Counter[str] = field(default_factory=Counter)
     by_phase: Counter[str] = field(default_factory=Counter)
-    five_xx: int = 0
-    non_json_errors: int = 0
-    unexpected_status: int = 0
-    """Answers with a status the document does not give the operation (schemathesis'
-    ``status_code_conformance``), and raw-phase answers outside the allowed ones."""
     check_failures: Counter[str] = field(default_factory=Counter)
     transport_errors: int = 0
     rewritten: Counter[str] = field(default_factory=Counter)
     protocol_no_answer: Counter[str] = field(default_factory=Counter)
     protocol_no_answer_offending: int = 0
     generation_errors: list[str] = field(default_factory=list)
-    offending: int = 0
-    examples: list[dict[str, Any]] = field(default_factory=list)
-    duration: float = 0.0
 
     def offence(self, reason: str, case: ApiCase, response: Any | None) -> None:
         self.offending += 1
@@ -138,20 +136,15 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "seed": self.seed, "n": self.n, "inputs": self.inputs, "requests": self.requests,
-            "duration_s": round(self.duration, 1),
-            "by_status": dict(sorted(self.by_status.items())),
+            **self.counts(),
             "by_phase": dict(self.by_phase),
             "by_operation": dict(sorted(self.by_operation.items())),
-            "5xx": self.five_xx, "non_json_errors": self.non_json_errors,
-            "unexpected_status": self.unexpected_status,
             "check_failures": dict(self.check_failures),
             "transport_errors": self.transport_errors,
             "protocol_no_answer_allowed": dict(self.protocol_no_answer),
             "protocol_no_answer_offending": self.protocol_no_answer_offending,
             "rewritten_for_safety": dict(self.rewritten),
             "generation_errors": self.generation_errors[:MAX_EXAMPLES],
-            "offending": self.offending, "examples": self.examples,
         }  # fmt: skip
 
 
@@ -701,41 +694,23 @@ def _run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.chaos.fuzz_api", description=(
-        "Fuzz hookbay's dashboard API with schemathesis; exit 1 on any offence or leak."))  # fmt: skip
-    parser.add_argument("--base", required=True, help="the dashboard, e.g. http://127.0.0.1:8081")
+    parser = cli_parser("python -m tests.chaos.fuzz_api",
+                        "Fuzz hookbay's dashboard API with schemathesis; exit 1 on any offence or leak.",
+                        "the dashboard, e.g. http://127.0.0.1:8081")  # fmt: skip
     parser.add_argument("--token-file", type=Path, required=True,
                         help="a file holding the API token of a user of the run's own")  # fmt: skip
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, required=True, help="the report (JSON)")
-    parser.add_argument("--responses", type=Path, help="every answer, one JSON line each")
-    parser.add_argument("--secrets", type=Path,
-                        help="more secrets to look for in answers and logs, one a line")  # fmt: skip
-    parser.add_argument("--log", type=Path, action="append", default=[],
-                        help="a service log file to scan for stack traces and secrets")  # fmt: skip
     args = parser.parse_args(argv)
     from tests.chaos.leaks import scan_logs
 
     token = args.token_file.read_text().strip()
     answers: list[tuple[str, str]] = []
     report = fuzz_api(args.base, token, args.n, args.seed, responses=answers)
-    secrets = set(report.pop("secrets_seen"))
-    if args.secrets:
-        more = {line for line in args.secrets.read_text().splitlines() if line}
-        report["leaks"] += scan(answers, more)
-        secrets |= more
-    report["leaks"] += scan_logs(args.log, secrets)
-    if args.responses:
-        with args.responses.open("w") as out:
-            for label, text in answers:
-                out.write(json.dumps({"label": label, "text": text}) + "\n")
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    summary = {k: report[k] for k in ("inputs", "duration_s", "by_status", "5xx",
-                                      "non_json_errors", "check_failures", "offending")}  # fmt: skip
-    summary["leaks"] = len(report["leaks"])
-    print(json.dumps(summary))  # noqa: T201
-    return 1 if report["offending"] or report["leaks"] else 0
+    more = set(cli_secrets(args))
+    report["leaks"] += scan(answers, more)
+    report["leaks"] += scan_logs(args.log, set(report.pop("secrets_seen")) | more)
+    keys = ("inputs", "duration_s", "by_status", "5xx", "non_json_errors", "check_failures",
+            "offending")  # fmt: skip
+    return cli_finish(args, report, answers, keys)
 
 
 if __name__ == "__main__":

@@ -1075,24 +1075,41 @@ async def _first(*waits: Any) -> None:
 
 
 @dataclass
-class Report:
+class Tally:
+    """What both fuzzers count (``fuzz_api``'s report is one too)."""
+
     seed: int
     n: int
     inputs: int = 0
     requests: int = 0
     by_status: Counter[str] = field(default_factory=Counter)
-    by_kind: Counter[str] = field(default_factory=Counter)
     five_xx: int = 0
     non_json_errors: int = 0
     unexpected_status: int = 0
+    offending: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    duration: float = 0.0
+
+    def counts(self) -> dict[str, Any]:
+        """The shared part of a fuzzer's result."""
+        return {
+            "seed": self.seed, "n": self.n, "inputs": self.inputs, "requests": self.requests,
+            "duration_s": round(self.duration, 1),
+            "by_status": dict(sorted(self.by_status.items())),
+            "5xx": self.five_xx, "non_json_errors": self.non_json_errors,
+            "unexpected_status": self.unexpected_status, "offending": self.offending,
+            "examples": self.examples,
+        }  # fmt: skip
+
+
+@dataclass
+class Report(Tally):
+    by_kind: Counter[str] = field(default_factory=Counter)
     no_answer_allowed: Counter[str] = field(default_factory=Counter)
     no_answer_offending: int = 0
     bad_success_bodies: int = 0
     continues: int = 0
-    offending: int = 0
     accepted: list[dict[str, Any]] = field(default_factory=list)
-    examples: list[dict[str, Any]] = field(default_factory=list)
-    duration: float = 0.0
 
     def offence(self, case: Case, reason: str, answer: Answer | None = None) -> None:
         self.offending += 1
@@ -1105,20 +1122,15 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "seed": self.seed, "n": self.n, "inputs": self.inputs, "requests": self.requests,
-            "duration_s": round(self.duration, 1),
-            "by_status": dict(sorted(self.by_status.items())),
+            **self.counts(),
             "by_kind": dict(sorted(self.by_kind.items())),
-            "5xx": self.five_xx, "non_json_errors": self.non_json_errors,
-            "unexpected_status": self.unexpected_status,
             "bad_success_bodies": self.bad_success_bodies,
             "no_answer": {
                 "allowed": dict(sorted(self.no_answer_allowed.items())),
                 "allowed_because": NO_ANSWER_ALLOWED,
                 "offending": self.no_answer_offending,
             },
-            "continues": self.continues, "offending": self.offending,
-            "accepted": self.accepted, "examples": self.examples,
+            "continues": self.continues, "accepted": self.accepted,
         }  # fmt: skip
 
 
@@ -1299,20 +1311,12 @@ async def missing_from_kafka(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.chaos.fuzz_ingest", description=(
-        "Fuzz hookbay's receiving endpoint; exit 1 on any offence, leak or lost 200."))  # fmt: skip
-    parser.add_argument("--base", required=True, help="ingest, e.g. http://127.0.0.1:8080")
+    parser = cli_parser("python -m tests.chaos.fuzz_ingest",
+                        "Fuzz hookbay's receiving endpoint; exit 1 on any offence, leak or lost 200.",
+                        "ingest, e.g. http://127.0.0.1:8080")  # fmt: skip
     parser.add_argument("--targets", type=Path, required=True,
                         help='JSON list of {"path": "/w/<user>/<hook>", "secret": "..."}')  # fmt: skip
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--out", type=Path, required=True, help="the report (JSON)")
-    parser.add_argument("--responses", type=Path, help="every answer, one JSON line each")
-    parser.add_argument("--secrets", type=Path,
-                        help="secrets to look for in answers and logs, one a line")  # fmt: skip
-    parser.add_argument("--log", type=Path, action="append", default=[],
-                        help="a service log file to scan for stack traces and secrets")  # fmt: skip
     parser.add_argument("--kafka", help="bootstrap servers: check every 200 is in Kafka")
     parser.add_argument("--topic", default="hookbay.events")
     parser.add_argument("--max-body-bytes", type=int, default=LIMIT)
@@ -1332,23 +1336,57 @@ async def _cli(args: argparse.Namespace) -> int:
         args.base, targets, args.n, args.seed, concurrency=args.concurrency, limits=limits,
         responses=answers,
     )  # fmt: skip
-    secrets = [t["secret"] for t in targets if t.get("secret")]
-    if args.secrets:
-        secrets += [line for line in args.secrets.read_text().splitlines() if line]
+    secrets = [t["secret"] for t in targets if t.get("secret")] + cli_secrets(args)
     report["leaks"] = scan(answers, secrets) + scan_logs(args.log, secrets)
     if args.kafka:
         report["missing_from_kafka"] = await missing_from_kafka(
             args.kafka, args.topic, report["accepted"]
         )
+    keys = ("inputs", "requests", "duration_s", "by_status", "5xx", "non_json_errors",
+            "unexpected_status", "offending")  # fmt: skip
+    return cli_finish(args, report, answers, keys)
+
+
+# --- the command lines of both fuzzers ----------------------------------------------------------
+
+
+def cli_parser(prog: str, description: str, base_help: str) -> argparse.ArgumentParser:
+    """A fuzzer's command line with the options both have: ``--base``, ``--n``, ``--seed``,
+    ``--out``, ``--responses``, ``--secrets``, ``--log``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--base", required=True, help=base_help)
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True, help="the report (JSON)")
+    parser.add_argument("--responses", type=Path, help="every answer, one JSON line each")
+    parser.add_argument("--secrets", type=Path,
+                        help="(more) secrets to look for in answers and logs, one a line")  # fmt: skip
+    parser.add_argument("--log", type=Path, action="append", default=[],
+                        help="a service log file to scan for stack traces and secrets")  # fmt: skip
+    return parser
+
+
+def cli_secrets(args: argparse.Namespace) -> list[str]:
+    """The lines of the ``--secrets`` file (none without one)."""
+    return [line for line in args.secrets.read_text().splitlines() if line] if args.secrets else []
+
+
+def cli_finish(
+    args: argparse.Namespace, report: dict[str, Any], answers: list[tuple[str, str]],
+    keys: Iterable[str],
+) -> int:  # fmt: skip
+    """Write the answers (``--responses``) and the report (``--out``), print the report's
+    ``keys`` and the counts of leaks and (when checked) of 200s missing from Kafka; the exit
+    status (1 on any offence, leak or missing 200)."""
     if args.responses:
         with args.responses.open("w") as out:
             for label, text in answers:
                 out.write(json.dumps({"label": label, "text": text}) + "\n")
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    summary = {k: report[k] for k in ("inputs", "requests", "duration_s", "by_status", "5xx",
-                                      "non_json_errors", "unexpected_status", "offending")}  # fmt: skip
+    summary = {key: report[key] for key in keys}
     summary["leaks"] = len(report["leaks"])
-    summary["missing_from_kafka"] = len(report.get("missing_from_kafka", []))
+    if "missing_from_kafka" in report:
+        summary["missing_from_kafka"] = len(report["missing_from_kafka"])
     print(json.dumps(summary))  # noqa: T201
     failed = report["offending"] or report["leaks"] or report.get("missing_from_kafka")
     return 1 if failed else 0

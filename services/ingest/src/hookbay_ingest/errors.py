@@ -36,15 +36,6 @@ class NoSuchPath(NotFound):
         )
 
 
-class InvalidHttp(InvalidRequest):
-    """Bytes that are not an HTTP/1.1 request (answered by the server protocol, before the app):
-    a malformed or repeated Content-Length, a bad chunk size, a bad request line or header."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"the request is not valid HTTP/1.1 ({reason})")
-        self.headers["Connection"] = "close"
-
-
 class UpgradeRefused(InvalidRequest):
     """A request that carries a body and asks to switch protocols (``Connection: upgrade`` with
     ``Upgrade: websocket`` or ``h2c``). The HTTP parser hands such a body to the new protocol,
