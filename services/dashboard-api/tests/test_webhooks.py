@@ -39,6 +39,17 @@ class TestCreate:
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", hook["created_at"])
         assert "s3cret-value" not in response.text
 
+    async def test_a_body_that_cannot_be_parsed_is_a_named_400(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        response = await owner.client.post(
+            "/api/v1/webhooks", content=b'{"name": "\xff"}',
+            headers={"content-type": "application/json"},
+        )  # fmt: skip
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "Bad request", "message": "There was an error parsing the body",
+        }  # fmt: skip
+
     async def test_a_generated_secret_is_shown_once(self, dashboard: Dashboard) -> None:
         owner = await dashboard.owner()
         created = (await create(owner, generate_secret=True)).json()

@@ -8,6 +8,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -154,8 +155,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
-        names = {404: "Not found", 405: "Method not allowed"}
-        body = {"error": names.get(exc.status_code, "Error"), "message": str(exc.detail)}
+        body = {"error": _status_name(exc.status_code), "message": str(exc.detail)}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(ClientDisconnect)
@@ -231,3 +231,12 @@ def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> Fa
     mount_spa(app)  # last: its catch-all answers only what no route above did
     app.add_middleware(_RequestContext, metrics=app_metrics)
     return app
+
+
+def _status_name(code: int) -> str:
+    """The error name of a framework-raised status: "Not found", "Bad request", ... (the
+    reason phrase in the sentence case of hookbay's own errors)."""
+    try:
+        return HTTPStatus(code).phrase.capitalize()
+    except ValueError:
+        return "Error"
