@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import zlib
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence, Set
@@ -480,7 +481,7 @@ class EventRepository:
         return seqs
 
     def _remember(self, event_id: str, webhook_id: str, page: int) -> None:
-        self._located[event_id] = (webhook_id, page)
+        self._located[event_id] = (sys.intern(webhook_id), page)  # one string per webhook
         self._located.move_to_end(event_id)
         while len(self._located) > LOCATE_CACHE:
             self._located.popitem(last=False)
