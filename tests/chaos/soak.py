@@ -6,8 +6,9 @@ sampled every ``INTERVAL`` seconds. Then drained and checked like a scenario.
 Judged after the warm-up (``warm_up_seconds``: until the bounded caches are full):
 each process's RSS must stay within 10 % of what it was when the warm-up ended (the median of
 the first post-warm-up minute against the maximum of any later minute's median), its descriptors
-and tasks must not grow (last minute's median ≤ first post-warm-up minute's maximum), and the lag
-must stay bounded (below ``LAG_BOUND`` records at every sample after warm-up).
+and tasks must not grow beyond the high-water steps of its connection pools (last minute's median
+≤ ``_bound`` of the first post-warm-up minute's maximum), and the lag must stay bounded (below
+``LAG_BOUND`` records at every sample after warm-up).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from tests.support.processes import ServiceProcess
 
 INTERVAL = 10.0
 RSS_GROWTH = 0.10
+GROWTH_ALLOWED = 8
+"""Descriptors or tasks a process may end with above its post-warm-up start (``_bound``)."""
 LAG_BOUND = 5_000
 """Records a consumer may be behind at any sample: at 100/s, under a minute of work."""
 
@@ -79,6 +82,14 @@ def warm_up_seconds(rate: float, minutes: float) -> float:
     return min(max(300.0, LOCATE_CACHE / rate), minutes * 60 / 2)
 
 
+def _bound(start: float) -> float:
+    """How far descriptors or tasks may end above their post-warm-up start: a connection pool
+    (pymongo's, aiohttp's, aiokafka's) opens a connection more at a burst and keeps it — the
+    first 30-minute soaks saw steps of +3 to +6 — while a leak tied to requests or retries grows
+    by hundreds in 15 minutes at 100/s (one descriptor per 1,000 requests is 90)."""
+    return max(start + GROWTH_ALLOWED, start * 1.25)
+
+
 def judge(samples: list[dict[str, Any]], warm_up: float) -> dict[str, Any]:
     """Per process: RSS growth, descriptor and task growth, maximum lag, each with its verdict."""
     verdicts: dict[str, Any] = {}
@@ -98,8 +109,8 @@ def judge(samples: list[dict[str, Any]], warm_up: float) -> dict[str, Any]:
         rss_start = median(first, "rss")
         rss_peak = max(median(rows, "rss") for rows in ordered)
         growth = (rss_peak - rss_start) / rss_start
-        fds_ok = median(last, "fds") <= max(r["fds"] for r in first)
-        tasks_ok = median(last, "tasks") <= max(r["tasks"] for r in first)
+        fds_ok = median(last, "fds") <= _bound(max(r["fds"] for r in first))
+        tasks_ok = median(last, "tasks") <= _bound(max(r["tasks"] for r in first))
         lag = max(s["lag"] for s in mine)
         verdicts[key] = {
             "rss_mib_start": round(rss_start / 2**20, 1), "rss_mib_peak": round(rss_peak / 2**20, 1),
