@@ -5,8 +5,9 @@ inputs a surface, seed 0) and ``make chaos`` (``scripts/chaos.py --fuzz N``, a s
 hookbay_dashboard`` on the Kafka, MongoDB, Redis and topic namespace of ``env`` (their logs in
 ``logs``), and makes what the fuzzers need: an owner whose webhooks ingest is fuzzed against
 (signed, unsigned, inactive; made through the API, so ingest hears of them on the change log),
-an admin owner the API is fuzzed as, with a webhook holding stored events and a dashboard
-session (its cookie and CSRF token are secrets to look for too).
+on a plan of its own whose rate no run reaches (``FUZZ_PLAN``), an admin owner the API is fuzzed
+as, with a webhook holding stored events and a dashboard session (its cookie and CSRF token are
+secrets to look for too).
 
 ``run_fuzzing(fs, n_ingest=, n_api=, seed=)`` runs ``fuzz_ingest`` and then ``fuzz_api`` (in a
 thread: it blocks), checks that every request ingest answered 200 is in Kafka with the body sent,
@@ -23,16 +24,18 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 from argon2 import PasswordHasher
 
 from hookbay_common.db import Database, EventRepository, TokenRepository, UserRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.kafka import ensure_configured_topics
-from hookbay_common.plans import load_plans
+from hookbay_common.plans import PlanBook, load_plans
 from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService
 from tests.chaos.fuzz_api import fuzz_api
@@ -47,7 +50,13 @@ FUZZ_ENV = {
     "HOOKBAY_COOKIE_SECURE": "false",  # the session cookie over plain HTTP
     "HOOKBAY_LOGIN_LIMIT_PER_ADDRESS": "100000",  # the fuzzer logs in from 127.0.0.1 at will
 }
-"""Set on top of the caller's environment (with a Redis key prefix of the run's own)."""
+"""Set on top of the caller's environment (with a Redis key prefix and a plans file of the run's
+own)."""
+FUZZ_PLAN = "fuzz"
+FUZZ_RATE_PER_MINUTE = 1_000_000
+"""The ingest owner's plan: a rate no run reaches, so that every input gets past the rate limit
+and is judged on what it is (on the pro plan, 1,500 a minute, 4,550 of the 12,468 answers of a
+10,000-input run were 429: the checks after the rate limit never saw those inputs)."""
 
 
 @dataclass
@@ -82,13 +91,18 @@ async def fuzz_stack(env: dict[str, str], db: Database, logs: Path) -> AsyncIter
     namespace, secret key), with the owners and webhooks the fuzzers need; the processes are
     stopped on exit (the database is the caller's)."""
     logs.mkdir(parents=True, exist_ok=True)
-    penv = {**env, **FUZZ_ENV, "HOOKBAY_REDIS_KEY_PREFIX": f"hookbay:fuzz:{uuid.uuid4().hex[:8]}:"}
+    plans_file = _plans_file(env.get("HOOKBAY_PLANS_FILE"), logs / "plans.yaml")
+    penv = {
+        **env, **FUZZ_ENV, "HOOKBAY_PLANS_FILE": str(plans_file),
+        "HOOKBAY_REDIS_KEY_PREFIX": f"hookbay:fuzz:{uuid.uuid4().hex[:8]}:",
+    }  # fmt: skip
     fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
     settings = Settings(**fields)
     await ensure_configured_topics(settings)
     await db_client.migrate(db)
-    ingest_owner, ingest_token = await _owner(db, admin=False)
-    api_owner, api_token = await _owner(db, admin=True)
+    plans = load_plans(plans_file)
+    ingest_owner, ingest_token = await _owner(db, plans, FUZZ_PLAN, admin=False)
+    api_owner, api_token = await _owner(db, plans, "pro", admin=True)
     async with (
         service_process("ingest", penv, logs / "ingest.log") as ingest,
         service_process("dashboard", penv, logs / "dashboard.log") as dashboard,
@@ -103,12 +117,23 @@ async def fuzz_stack(env: dict[str, str], db: Database, logs: Path) -> AsyncIter
         yield FuzzStack(ingest, dashboard, settings, targets, api_token, ingest_token, session)
 
 
-async def _owner(db: Database, *, admin: bool) -> tuple[str, str]:
-    accounts = AccountService(
-        UserRepository(db), TokenRepository(db), load_plans(None), hasher=_FAST_HASHER
-    )
+def _plans_file(source: str | None, path: Path) -> Path:
+    """The caller's plans (the bundled ones without a ``HOOKBAY_PLANS_FILE``) and ``FUZZ_PLAN``,
+    written to ``path``."""
+    if source:
+        text = Path(source).read_text()
+    else:
+        text = resources.files("hookbay_common").joinpath("default_plans.yaml").read_text()
+    book = yaml.safe_load(text)
+    book["plans"][FUZZ_PLAN] = {"rate_per_minute": FUZZ_RATE_PER_MINUTE, "retention_days": None}
+    path.write_text(yaml.safe_dump(book))
+    return path
+
+
+async def _owner(db: Database, plans: PlanBook, plan: str, *, admin: bool) -> tuple[str, str]:
+    accounts = AccountService(UserRepository(db), TokenRepository(db), plans, hasher=_FAST_HASHER)
     user, issued = await accounts.create_user(
-        unique_name("fz"), plan="pro", admin=admin, password=PASSWORD
+        unique_name("fz"), plan=plan, admin=admin, password=PASSWORD
     )
     return user.username, issued.token
 
