@@ -249,6 +249,27 @@ class TestRedisRateLimiter:
         finally:
             await limiter.close()
 
+    async def test_ping_is_false_when_redis_never_answers(self) -> None:
+        """A Redis that takes the connection and then says nothing (packets dropped, a hung
+        server): ``ping`` answers ``False`` on its own bound, not the socket's (here none)."""
+        held: list[asyncio.StreamWriter] = []
+
+        async def accept(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            held.append(writer)  # read nothing, answer nothing
+
+        server = await asyncio.start_server(accept, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        limiter = RedisRateLimiter(redis.asyncio.Redis(host="127.0.0.1", port=port))
+        try:
+            async with asyncio.timeout(30):  # a deadline for the test, not a measurement
+                assert await limiter.ping() is False
+            assert held  # it did connect: the answer came from the bound, not a refusal
+        finally:
+            await limiter.close()
+            for writer in held:
+                writer.close()
+            server.close()
+
 
 class TestInProcessRateLimiter:
     async def test_idle_owners_are_dropped(self, clock: FakeClock) -> None:

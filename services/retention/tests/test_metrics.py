@@ -56,6 +56,9 @@ class TestMetrics:
             report.finished_at.timestamp()
         )
         assert [p.name for p in tmp_path.iterdir()] == [path.name]  # renamed into place
+        # the run's own figures only: no frozen process_* of an exited process beside
+        # node_exporter's, no hookbay_asyncio_tasks
+        assert all(key.startswith("hookbay_retention_") for key in values), sorted(values)
 
     def test_push(self, report: RetentionReport, pushgateway: Pushgateway) -> None:
         export(registry_for(report), textfile=None, pushgateway=pushgateway.url)

@@ -36,13 +36,16 @@ class _TaskCollector(Collector):
         yield gauge
 
 
-def new_registry() -> CollectorRegistry:
+def new_registry(*, process: bool = True) -> CollectorRegistry:
     """A registry per app instance, so tests can build many apps in one process; with the
     process's own figures (``process_resident_memory_bytes``, ``process_open_fds``, CPU seconds)
-    and ``hookbay_asyncio_tasks``."""
+    and ``hookbay_asyncio_tasks`` unless ``process`` is false: a registry handed over once when
+    its process ends (retention's push and textfile) must not carry frozen figures of a process
+    that is gone, named like node_exporter's own ``process_*``."""
     registry = CollectorRegistry(auto_describe=True)
-    ProcessCollector(registry=registry)
-    registry.register(_TaskCollector())
+    if process:
+        ProcessCollector(registry=registry)
+        registry.register(_TaskCollector())
     return registry
 
 

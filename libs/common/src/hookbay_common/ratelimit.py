@@ -18,6 +18,7 @@ and the limit that TAT was computed with.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -30,7 +31,11 @@ from redis.exceptions import RedisError
 WINDOW_US = 60_000_000
 DEFAULT_KEY_PREFIX = "hookbay:rl:"
 REDIS_TIMEOUT = 2.0
-"""Seconds a hit or ping may wait on Redis before raising (from_url clients)."""
+"""Seconds a hit may wait on Redis before raising (from_url clients)."""
+PING_TIMEOUT = 0.5
+"""Seconds ``ping`` waits for Redis before answering ``False``: it serves ``/readyz``, whose
+probe a kubelet gives up on after a few seconds, and a Redis that drops packets (no refusal)
+would otherwise hold it for the socket timeout and the client's retries."""
 
 
 @dataclass(frozen=True)
@@ -225,10 +230,11 @@ class RedisRateLimiter:
         return ALLOWED if allowed else RateDecision(allowed=False, retry_after=int(retry_after))
 
     async def ping(self) -> bool:
-        """Whether Redis answers right now (for /readyz)."""
+        """Whether Redis answers within ``PING_TIMEOUT`` (for /readyz)."""
         try:
-            return bool(await self._client.ping())
-        except (RedisError, OSError):
+            async with asyncio.timeout(PING_TIMEOUT):
+                return bool(await self._client.ping())
+        except (RedisError, OSError, TimeoutError):
             return False
 
     async def close(self) -> None:

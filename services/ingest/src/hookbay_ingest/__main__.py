@@ -13,26 +13,23 @@ JSON error shape, bounding request heads); no protocol upgrade is ever performed
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import sys
+import time
 from types import FrameType
-from typing import Any
 
-import structlog
 import uvicorn
 from pydantic import ValidationError
+from uvicorn.config import STARTUP_FAILURE
 
 from hookbay_common.errors import HookbayError
-from hookbay_common.logs import configure_logging
+from hookbay_common.logs import configure_logging, get_logger
 from hookbay_ingest.app import Ingest, create_app
 from hookbay_ingest.server import protocol_for
 from hookbay_ingest.settings import IngestSettings
 
-log = structlog.get_logger("hookbay.ingest")
-STARTUP_FAILURE = 3
-"""The exit status ``uvicorn.run`` gives when the server never started (its ``STARTUP_FAILURE``)."""
+log = get_logger("hookbay.ingest")
 
 
 class _DrainingServer(uvicorn.Server):
@@ -42,24 +39,21 @@ class _DrainingServer(uvicorn.Server):
         super().__init__(config)
         self._ingest = ingest
         self._delay = delay
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def serve(self, sockets: list[Any] | None = None) -> None:
-        self._loop = asyncio.get_running_loop()
-        await super().serve(sockets)
+        self._drain_until: float | None = None  # monotonic time the delay ends
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        loop = self._loop
-        if sig != signal.SIGTERM or self._ingest.draining or loop is None or self._delay <= 0:
+        if sig != signal.SIGTERM or self._ingest.draining or self._delay <= 0:
             super().handle_exit(sig, frame)
             return
         self._ingest.draining = True
         self._captured_signals.append(sig)  # re-raised after the shutdown, as uvicorn does
         log.info("ingest_draining", seconds=self._delay)
-        loop.call_soon_threadsafe(loop.call_later, self._delay, self._drained)
+        self._drain_until = time.monotonic() + self._delay
 
-    def _drained(self) -> None:
-        self.should_exit = True
+    async def on_tick(self, counter: int) -> bool:  # uvicorn's main loop, every 0.1 s
+        if self._drain_until is not None and time.monotonic() >= self._drain_until:
+            self.should_exit = True
+        return await super().on_tick(counter)
 
 
 def main() -> None:

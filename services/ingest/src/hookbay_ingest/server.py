@@ -39,17 +39,15 @@ class IngestHttpProtocol(JsonHttpProtocol):
         super().__init__(*args, **kwargs)
         self._head_bytes = 0
         self._in_head = False
-        self._messages = 0  # requests begun on this connection
-        self._counted = 0  # requests begun before the read ``received`` last looked at
-        self._reported = 0  # bytes of the current head the parser handed over (URL, fields)
+        self._began = False  # a request began since ``received`` last looked
 
     def received(self, data: bytes) -> None:
-        began_here = self._messages != self._counted
-        self._counted = self._messages
+        began_here, self._began = self._began, False
         if not self._in_head:
             return
-        if began_here:  # the head began inside this read, after other requests' bytes
-            self._head_bytes = self._reported
+        if began_here:  # the head began inside this read, after other requests' bytes: count
+            # what the parser handed over of it (uvicorn keeps it, reset per request)
+            self._head_bytes = len(self.url) + sum(len(n) + len(v) for n, v in self.headers)
         else:  # the head was under way before: all of the read is its
             self._head_bytes += len(data)
         if self._head_bytes > self.settings.max_header_bytes + HEAD_SLACK_BYTES:
@@ -65,16 +63,7 @@ class IngestHttpProtocol(JsonHttpProtocol):
         super().on_message_begin()
         self._in_head = True
         self._head_bytes = 0
-        self._messages += 1
-        self._reported = 0
-
-    def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        self._reported += len(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        super().on_header(name, value)
-        self._reported += len(name) + len(value)
+        self._began = True
 
     def on_headers_complete(self) -> None:
         self._in_head = False

@@ -25,7 +25,7 @@ PUSH_TIMEOUT: Final = 10.0
 
 def registry_for(report: RetentionReport) -> CollectorRegistry:
     """A registry holding ``report``'s figures (a successful, not dry, run)."""
-    registry = new_registry()
+    registry = new_registry(process=False)
     Counter(
         name("retention_deleted_events"), "Events deleted by the last successful run.",
         registry=registry,
