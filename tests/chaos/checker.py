@@ -3,7 +3,7 @@ and delivered at least once, byte-exact; during a fault the only other answer is
 503 with ``Retry-After``.
 
 It works on four plain views of a run, so it can be proven on planted faults (``test_checker``,
-and ``python -m tests.chaos``'s self-check on a real run's data):
+and the self-check of every ``make chaos`` run on its real data (``scenarios.self_check``)):
 
 - ``answers``: the load client's lines (``tests/support/load.py --mix``);
 - ``in_kafka``: request id → body SHA-256 of every event record on the events topic;

@@ -37,7 +37,7 @@ What the run may touch (it acts as the token's owner, and an admin token could r
   own (the CLI's ``--token-file``), never one whose webhooks other tests rely on.
 - at the end, the users and tokens the run created are deleted (``cleaned_up``).
 
-CLI: ``python -m tests.chaos.fuzz_api --base URL --token-file FILE --n 10000 --out report.json``.
+Run by ``tests/chaos/fuzzing.py`` (``make chaos --fuzz N``, and a short run in ``make test``).
 """
 
 from __future__ import annotations
@@ -46,14 +46,12 @@ import asyncio
 import contextlib
 import multiprocessing
 import random
-import sys
 import time
 import uuid
 import zlib
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -77,9 +75,6 @@ from tests.chaos.fuzz_ingest import (
     Case,
     Req,
     Tally,
-    cli_finish,
-    cli_parser,
-    cli_secrets,
     exchange,
     judge,
 )
@@ -691,27 +686,3 @@ def _run(
     answers: list[tuple[str, str]] = []
     result = Fuzzer(base, token, n, seed, answers if keep_answers else None).run()
     return result, answers
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = cli_parser("python -m tests.chaos.fuzz_api",
-                        "Fuzz hookbay's dashboard API with schemathesis; exit 1 on any offence or leak.",
-                        "the dashboard, e.g. http://127.0.0.1:8081")  # fmt: skip
-    parser.add_argument("--token-file", type=Path, required=True,
-                        help="a file holding the API token of a user of the run's own")  # fmt: skip
-    args = parser.parse_args(argv)
-    from tests.chaos.leaks import scan_logs
-
-    token = args.token_file.read_text().strip()
-    answers: list[tuple[str, str]] = []
-    report = fuzz_api(args.base, token, args.n, args.seed, responses=answers)
-    more = set(cli_secrets(args))
-    report["leaks"] += scan(answers, more)
-    report["leaks"] += scan_logs(args.log, set(report.pop("secrets_seen")) | more)
-    keys = ("inputs", "duration_s", "by_status", "5xx", "non_json_errors", "check_failures",
-            "offending")  # fmt: skip
-    return cli_finish(args, report, answers, keys)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

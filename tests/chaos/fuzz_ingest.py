@@ -36,13 +36,11 @@ The result counts everything (``by_status``, ``5xx``, ``non_json_errors``, ``une
 ``no_answer``) and lists at most ``MAX_EXAMPLES`` offending inputs; ``responses`` (when given)
 receives every answer as ``(label, head and body)`` for ``tests.chaos.leaks.scan``.
 
-CLI: ``python -m tests.chaos.fuzz_ingest --base URL --targets FILE --n 10000 --out report.json``
-(``--help`` for the rest: responses file, secrets and logs to scan, Kafka to check).
+Run by ``tests/chaos/fuzzing.py`` (``make chaos --fuzz N``, and a short run in ``make test``).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import hashlib
@@ -50,12 +48,10 @@ import hmac
 import json
 import random
 import string
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
@@ -1272,32 +1268,9 @@ async def missing_from_kafka(
     """Each accepted input whose event is not on ``topic`` (read from the beginning up to the end
     offsets of the moment of the call; a 200 means Kafka acknowledged it before the answer) or
     whose body differs from what the input framed: one line per problem."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from tests.support.kafka import bodies_on_topic
 
-    from hookbay_common.topics import MAX_MESSAGE_BYTES
-    from hookbay_common.wire import decode_event
-    from tests.support.kafka import partitions_of
-
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False,
-        max_partition_fetch_bytes=MAX_MESSAGE_BYTES, fetch_max_bytes=64 * 1024 * 1024,
-    )  # fmt: skip
-    await consumer.start()
-    seen: dict[str, str] = {}
-    try:
-        partitions = [TopicPartition(topic, p) for p in await partitions_of(bootstrap, topic)]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        ends = await consumer.end_offsets(partitions)
-        async with asyncio.timeout(300):
-            while [tp for tp in partitions if await consumer.position(tp) < ends[tp]]:
-                batch = await consumer.getmany(timeout_ms=500)
-                for records in batch.values():
-                    for record in records:
-                        event = decode_event(record.value)
-                        seen[event.request_id] = hashlib.sha256(event.body).hexdigest()
-    finally:
-        await consumer.stop()
+    seen = await bodies_on_topic(bootstrap, topic)
     problems = []
     for item in accepted:
         found = seen.get(item["request_id"])
@@ -1308,89 +1281,3 @@ async def missing_from_kafka(
             problems.append(f"{item['request_id']} (input {item['index']}, {item['kind']}): "
                             "body in Kafka differs from the body sent")  # fmt: skip
     return problems
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = cli_parser("python -m tests.chaos.fuzz_ingest",
-                        "Fuzz hookbay's receiving endpoint; exit 1 on any offence, leak or lost 200.",
-                        "ingest, e.g. http://127.0.0.1:8080")  # fmt: skip
-    parser.add_argument("--targets", type=Path, required=True,
-                        help='JSON list of {"path": "/w/<user>/<hook>", "secret": "..."}')  # fmt: skip
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--kafka", help="bootstrap servers: check every 200 is in Kafka")
-    parser.add_argument("--topic", default="hookbay.events")
-    parser.add_argument("--max-body-bytes", type=int, default=LIMIT)
-    parser.add_argument("--max-header-bytes", type=int, default=MAX_HEADER_BYTES)
-    parser.add_argument("--max-header-count", type=int, default=MAX_HEADER_COUNT)
-    args = parser.parse_args(argv)
-    return asyncio.run(_cli(args))
-
-
-async def _cli(args: argparse.Namespace) -> int:
-    from tests.chaos.leaks import scan, scan_logs
-
-    targets = json.loads(args.targets.read_text())
-    limits = Limits(args.max_body_bytes, args.max_header_bytes, args.max_header_count)
-    answers: list[tuple[str, str]] = []
-    report = await fuzz_ingest(
-        args.base, targets, args.n, args.seed, concurrency=args.concurrency, limits=limits,
-        responses=answers,
-    )  # fmt: skip
-    secrets = [t["secret"] for t in targets if t.get("secret")] + cli_secrets(args)
-    report["leaks"] = scan(answers, secrets) + scan_logs(args.log, secrets)
-    if args.kafka:
-        report["missing_from_kafka"] = await missing_from_kafka(
-            args.kafka, args.topic, report["accepted"]
-        )
-    keys = ("inputs", "requests", "duration_s", "by_status", "5xx", "non_json_errors",
-            "unexpected_status", "offending")  # fmt: skip
-    return cli_finish(args, report, answers, keys)
-
-
-# --- the command lines of both fuzzers ----------------------------------------------------------
-
-
-def cli_parser(prog: str, description: str, base_help: str) -> argparse.ArgumentParser:
-    """A fuzzer's command line with the options both have: ``--base``, ``--n``, ``--seed``,
-    ``--out``, ``--responses``, ``--secrets``, ``--log``."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--base", required=True, help=base_help)
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, required=True, help="the report (JSON)")
-    parser.add_argument("--responses", type=Path, help="every answer, one JSON line each")
-    parser.add_argument("--secrets", type=Path,
-                        help="(more) secrets to look for in answers and logs, one a line")  # fmt: skip
-    parser.add_argument("--log", type=Path, action="append", default=[],
-                        help="a service log file to scan for stack traces and secrets")  # fmt: skip
-    return parser
-
-
-def cli_secrets(args: argparse.Namespace) -> list[str]:
-    """The lines of the ``--secrets`` file (none without one)."""
-    return [line for line in args.secrets.read_text().splitlines() if line] if args.secrets else []
-
-
-def cli_finish(
-    args: argparse.Namespace, report: dict[str, Any], answers: list[tuple[str, str]],
-    keys: Iterable[str],
-) -> int:  # fmt: skip
-    """Write the answers (``--responses``) and the report (``--out``), print the report's
-    ``keys`` and the counts of leaks and (when checked) of 200s missing from Kafka; the exit
-    status (1 on any offence, leak or missing 200)."""
-    if args.responses:
-        with args.responses.open("w") as out:
-            for label, text in answers:
-                out.write(json.dumps({"label": label, "text": text}) + "\n")
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    summary = {key: report[key] for key in keys}
-    summary["leaks"] = len(report["leaks"])
-    if "missing_from_kafka" in report:
-        summary["missing_from_kafka"] = len(report["missing_from_kafka"])
-    print(json.dumps(summary))  # noqa: T201
-    failed = report["offending"] or report["leaks"] or report.get("missing_from_kafka")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

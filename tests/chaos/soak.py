@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import statistics
 import time
@@ -46,9 +47,13 @@ def _rss_and_fds(pid: int) -> tuple[int, int]:
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
 
 
-async def _scrape(client: httpx.AsyncClient, process: ServiceProcess) -> tuple[int, float]:
-    """(asyncio tasks, consumer lag summed over partitions) from the process's ``/metrics``."""
-    tasks, lag = -1, 0.0
+async def _scrape(
+    client: httpx.AsyncClient, process: ServiceProcess
+) -> tuple[int | None, float]:
+    """(asyncio tasks, consumer lag summed over partitions) from the process's ``/metrics``;
+    tasks ``None`` when the scrape failed or lacked the gauge (``judge`` fails the process)."""
+    tasks: int | None = None
+    lag = 0.0
     with contextlib.suppress(httpx.HTTPError):
         text = (await client.get(process.base + "/metrics", follow_redirects=True)).text
         for family in text_string_to_metric_families(text):
@@ -110,13 +115,15 @@ def judge(samples: list[dict[str, Any]], warm_up: float) -> dict[str, Any]:
         rss_peak = max(median(rows, "rss") for rows in ordered)
         growth = (rss_peak - rss_start) / rss_start
         fds_ok = median(last, "fds") <= _bound(max(r["fds"] for r in first))
-        tasks_ok = median(last, "tasks") <= _bound(max(r["tasks"] for r in first))
+        reported = all(s["tasks"] is not None for s in mine)  # a gauge gone is no "no growth"
+        tasks_ok = reported and median(last, "tasks") <= _bound(max(r["tasks"] for r in first))
         lag = max(s["lag"] for s in mine)
         verdicts[key] = {
             "rss_mib_start": round(rss_start / 2**20, 1), "rss_mib_peak": round(rss_peak / 2**20, 1),
             "rss_growth": round(growth, 3), "rss_ok": growth <= RSS_GROWTH,
             "fds": [median(first, "fds"), median(last, "fds")], "fds_ok": fds_ok,
-            "tasks": [median(first, "tasks"), median(last, "tasks")], "tasks_ok": tasks_ok,
+            "tasks": [median(first, "tasks"), median(last, "tasks")] if reported else None,
+            "tasks_ok": tasks_ok,
             "lag_max": lag, "lag_ok": lag <= LAG_BOUND,
         }  # fmt: skip
     return verdicts
@@ -137,7 +144,8 @@ def plot(samples: list[dict[str, Any]], warm_up: float, out: Path) -> None:
             mine = [s for s in samples if s["process"] == key]
             if field == "lag" and not any(s["lag"] for s in mine):
                 continue
-            axis.plot([s["t"] / 60 for s in mine], [s[field] / scale for s in mine], label=key)
+            values = [math.nan if s[field] is None else s[field] / scale for s in mine]
+            axis.plot([s["t"] / 60 for s in mine], values, label=key)
         axis.axvline(warm_up / 60, color="grey", linestyle=":", linewidth=1)
         axis.set_ylabel(label)
         axis.grid(alpha=0.3)

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import SecretStr
 from pymongo.errors import PyMongoError
 
@@ -31,11 +30,9 @@ from hookbay_common.db import client as db_client
 from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
-from hookbay_common.topics import MAX_MESSAGE_BYTES
-from hookbay_common.wire import decode_event
 from tests.support.broker import ROOT, PrivateServer
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
-from tests.support.kafka import partitions_of
+from tests.support.kafka import bodies_on_topic
 from tests.support.load import Lines
 from tests.support.net import free_port
 from tests.support.processes import ServiceProcess, service_process
@@ -249,30 +246,7 @@ class Stack:
 
     async def in_kafka(self) -> dict[str, str]:
         """Request id → body SHA-256 of every record on the events topic, read to its end."""
-        topic = self.settings.topics.events
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.infra.kafka, enable_auto_commit=False,
-            fetch_max_bytes=32 * 1024 * 1024, max_partition_fetch_bytes=MAX_MESSAGE_BYTES,
-        )  # fmt: skip
-        found: dict[str, str] = {}
-        await consumer.start()
-        try:
-            assigned = [
-                TopicPartition(topic, p) for p in await partitions_of(self.infra.kafka, topic)
-            ]
-            consumer.assign(assigned)
-            await consumer.seek_to_beginning(*assigned)
-            ends = await consumer.end_offsets(assigned)
-            async with asyncio.timeout(300):
-                while any([await consumer.position(tp) < end for tp, end in ends.items()]):
-                    for records in (await consumer.getmany(timeout_ms=500)).values():
-                        for record in records:
-                            assert record.value is not None
-                            event = decode_event(record.value)
-                            found[event.request_id] = hashlib.sha256(event.body).hexdigest()
-        finally:
-            await consumer.stop()
-        return found
+        return await bodies_on_topic(self.infra.kafka, self.settings.topics.events)
 
     async def stored(self) -> dict[str, tuple[str, str]]:
         """Request id → (status, body SHA-256) of every event the store lists for the owners'

@@ -1,6 +1,6 @@
 """The chaos checker proves itself: on a clean run it finds nothing, and on planted losses,
-duplicates and corruptions it counts exactly those (``python -m tests.chaos`` repeats this on a
-real run's data, planted in the real store and destination log)."""
+duplicates and corruptions it counts exactly those (every ``make chaos`` repeats this on a real
+run's data, planted in the real store and destination log: ``scenarios.self_check``)."""
 
 from __future__ import annotations
 

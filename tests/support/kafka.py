@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -11,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from hookbay_common.topics import MAX_MESSAGE_BYTES
+from hookbay_common.wire import decode_event
 from tests.support.waiting import until
 
 T = TypeVar("T")
@@ -71,15 +73,48 @@ class TopicReader(Generic[T]):
         """Read until ``done(messages)`` holds; every message read so far is kept."""
         async with asyncio.timeout(timeout):
             while not done(self.messages):
-                batch = await self._consumer.getmany(timeout_ms=200)
-                for records in batch.values():
-                    for r in records:
-                        headers = {k: v for k, v in (r.headers or ())}
-                        self.messages.append(Message(self._decode(r.value), r.key, headers))
+                await self._read(timeout_ms=200)
         return self.messages
+
+    async def to_end(self, timeout: float = 300) -> list[Message[T]]:
+        """Read up to the end offsets the topic has at this call; every message read so far is
+        kept."""
+        assigned = list(self._consumer.assignment())
+        ends = await self._consumer.end_offsets(assigned)
+
+        async def behind() -> bool:
+            return any([await self._consumer.position(tp) < end for tp, end in ends.items()])
+
+        async with asyncio.timeout(timeout):
+            while await behind():
+                await self._read(timeout_ms=500)
+        return self.messages
+
+    async def _read(self, timeout_ms: int) -> None:
+        batch = await self._consumer.getmany(timeout_ms=timeout_ms)
+        for records in batch.values():
+            for r in records:
+                headers = {k: v for k, v in (r.headers or ())}
+                self.messages.append(Message(self._decode(r.value), r.key, headers))
 
     async def stop(self) -> None:
         await self._consumer.stop()
+
+
+async def bodies_on_topic(bootstrap: str, topic: str) -> dict[str, str]:
+    """Request id → body SHA-256 of every event on the events topic ``topic``, read from its
+    beginning to its end as of the call (only the digests are kept: a soak's topic holds GBs)."""
+
+    def digest(raw: bytes) -> tuple[str, str]:
+        event = decode_event(raw)
+        return event.request_id, hashlib.sha256(event.body).hexdigest()
+
+    reader = TopicReader(bootstrap, topic, digest)
+    await reader.start(from_beginning=True)
+    try:
+        return dict(m.value for m in await reader.to_end())
+    finally:
+        await reader.stop()
 
 
 def matching(messages: list[Message[Any]], test: Callable[[Any], bool]) -> list[Message[Any]]:
