@@ -170,7 +170,7 @@ class TestExitCodes:
         assert pushed.path == "/metrics/job/hookbay_retention"
         assert b"hookbay_retention_deleted_events_total 1.0" in pushed.body
         assert "hookbay_retention_deleted_attempts_total 1.0" in textfile.read_text()
-        assert "hookbay_retention_deleted_stats_days_total 1.0" in textfile.read_text()
+        assert "hookbay_retention_deleted_daily_stats_total 1.0" in textfile.read_text()
         assert await stats.owner_days(owner.username) == []
         assert all(e["service"] == "retention" for e in run.events())
 

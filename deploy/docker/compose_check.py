@@ -99,6 +99,9 @@ def delivered(stack: Stack, ids: set[str]) -> None:
     )
 
 
+RETENTION_MARK = "--- retention.prom ---"
+
+
 def scrape(stack: Stack, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     pages = {
@@ -119,8 +122,8 @@ def scrape(stack: Stack, out: Path) -> None:
             "/bin/sh",
             "retention",
             "-c",
-            "hookbay-role retention >&2 && cat /tmp/retention.prom",
-        ),
+            f"hookbay-role retention >&2 && echo {RETENTION_MARK} && cat /tmp/retention.prom",
+        ).split(RETENTION_MARK + "\n")[-1],  # after the image build's log, if compose printed one
     }
     for role, text in pages.items():
         path = out / f"{role}.prom"

@@ -49,7 +49,7 @@ class TestMetrics:
         values = samples(path.read_text())
         assert values["hookbay_retention_deleted_events_total"] == 2
         assert values["hookbay_retention_deleted_attempts_total"] == 4
-        assert values["hookbay_retention_deleted_stats_days_total"] == 1
+        assert values["hookbay_retention_deleted_daily_stats_total"] == 1
         assert values["hookbay_retention_duration_seconds"] == pytest.approx(report.duration)
         assert report.finished_at is not None
         assert values["hookbay_retention_last_success_timestamp_seconds"] == pytest.approx(

@@ -35,7 +35,7 @@ def registry_for(report: RetentionReport) -> CollectorRegistry:
         registry=registry,
     ).inc(report.attempts)  # fmt: skip
     Counter(
-        name("retention_deleted_stats_days"),
+        name("retention_deleted_daily_stats"),
         "Days of an owner's delivery stats deleted by the last successful run.",
         registry=registry,
     ).inc(report.stats_days)  # fmt: skip
