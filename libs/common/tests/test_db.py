@@ -584,6 +584,58 @@ class TestPagedLayout:
             ]
             assert exported == [e.id for e in inside]
 
+    async def test_a_repeated_date_range_reads_only_the_book_it_lands_in(
+        self, db: Database
+    ) -> None:
+        """Settled books' starts are remembered: the same ranges give the same lists from memory
+        with fewer book reads, and after retention cut the bottom (the book it cut is no longer
+        settled) the lists are still exact."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow() - timedelta(days=3)
+        made = [
+            create_event(webhook_id=webhook_id, created_at=start + timedelta(minutes=i))
+            for i in range(PAGE_SIZE * 12)
+        ]  # pages 0-11: books 0-5 of 2 pages (patched); books 1-3 settled
+        reads: list[int] = []
+        book = events._book
+
+        async def counted(webhook: str, number: int) -> dict[int, PageSummary]:
+            reads.append(number)
+            return await book(webhook, number)
+
+        async def listed(since: datetime, until: datetime) -> list[str]:
+            found = await events.heads_for_webhook(webhook_id, since=since, until=until, limit=50)
+            return [h.id for h in found.heads]
+
+        def expected(since: datetime, until: datetime) -> list[str]:
+            return [e.id for e in reversed(made) if since <= e.created_at < until][:50]
+
+        ranges = [(made[i].created_at, made[i + 30].created_at) for i in (250, 450, 620, 1000)]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("hookbay_common.db.events.BOOK_PAGES", 2)
+            patch.setattr(events, "_book", counted)
+            await events.upsert_many(made)
+            cold, warm = [], []
+            for since, until in ranges:
+                reads.clear()
+                assert await listed(since, until) == expected(since, until)
+                cold.append(sorted(reads))
+            for since, until in ranges:
+                reads.clear()
+                assert await listed(since, until) == expected(since, until)
+                warm.append(sorted(reads))
+            # range 1 ends in book 2: the search reads books 2, 4, 3 and the walk book 1; again,
+            # the settled book 3 comes from memory (4 is not settled, 2 is the one it lands in)
+            assert (cold[1], warm[1]) == ([1, 2, 3, 4], [1, 2, 4])
+            assert all(set(w) <= set(c) for w, c in zip(warm, cold, strict=True))
+            for page in [p async for p in events.expired_pages(made[0].username, made[330].created_at)]:  # fmt: skip
+                await events.delete_page(page)
+            kept = made[330:]
+            for since, until in [(made[320].created_at, made[340].created_at), *ranges]:
+                inside = [e.id for e in reversed(kept) if since <= e.created_at < until][:50]
+                assert await listed(since, until) == inside
+
     async def test_books_agree_with_the_page_summaries(self, db: Database) -> None:
         """Counts and bounds read from the books (100 pages each; 2 here) are those of the page
         summaries, through status changes, a rewrite and deletions."""

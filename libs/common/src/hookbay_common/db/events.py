@@ -66,6 +66,9 @@ MAX_SEARCH_PAGES: Final = 10
 LOCATE_CACHE: Final = 100_000
 """Event ids whose (webhook, page) the repository remembers from its own writes, so the
 attempts that follow an event need no lookup."""
+BOOK_START_CACHE: Final = 50_000
+"""Settled books (``_settled``) whose start the repository remembers for date ranges: 8 bytes
+and a key each, so a date range reads the one book it lands in instead of binary-searching."""
 RECENT_KEEP: Final = 10
 """Newest event ids each webhook's counter keeps, for the owner's overview."""
 
@@ -351,6 +354,7 @@ class EventRepository:
         self._counters = db[Collections.EVENT_COUNTERS]
         self._attempts = db[Collections.ATTEMPTS]
         self._located: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self._book_starts: OrderedDict[tuple[str, int], datetime] = OrderedDict()
 
     # ------------------------------------------------------------------ writing
 
@@ -835,16 +839,27 @@ class EventRepository:
         """The highest page whose first event is older than ``until``: a binary search over
         the books (each holds its 100 pages' bounds: 4 reads for a webhook of a million
         events), then over the pages of the book found (pages follow arrival order, so
-        ``first_at`` grows with the page). ``books``: the books read, kept for the caller
-        (the walk that follows starts in the last book read)."""
+        ``first_at`` grows with the page). A settled book's start comes from memory once read
+        (``_settled``), so a repeated range reads only the book it lands in. ``books``: the
+        books read, kept for the caller (the walk that follows starts in the last book read)."""
         books = {} if books is None else books
         lo, hi = low // BOOK_PAGES, top // BOOK_PAGES
         found = low
+        remembered = None  # the highest book known, from memory only, to begin before ``until``
         while lo <= hi:
             mid = (lo + hi) // 2
+            start = self._book_starts.get((webhook_id, mid)) if _settled(mid, low, top) else None
+            if start is not None:
+                if start < until:
+                    remembered, lo = mid, mid + 1
+                else:
+                    hi = mid - 1
+                continue
             if mid not in books:
                 books[mid] = await self._book(webhook_id, mid)
             pages = {p: s for p, s in books[mid].items() if low <= p <= top}
+            if _settled(mid, low, top) and len(pages) == BOOK_PAGES:
+                self._remember_start(webhook_id, mid, min(s.first_at for s in pages.values()))
             earlier = [p for p, s in pages.items() if s.first_at < until]
             if earlier or not pages:  # a book without pages: empty pages, kept in the walk
                 found = max(
@@ -853,7 +868,19 @@ class EventRepository:
                 lo = mid + 1
             else:
                 hi = mid - 1
+        if remembered is not None and remembered * BOOK_PAGES > found:  # read the one it is in
+            if remembered not in books:
+                books[remembered] = await self._book(webhook_id, remembered)
+            earlier = [p for p, s in books[remembered].items() if s.first_at < until]
+            found = max(earlier, default=found)
         return min(top, found + 1)  # one page of slack: arrival and created_at order may differ
+
+    def _remember_start(self, webhook_id: str, book: int, start: datetime) -> None:
+        key = (webhook_id, book)
+        self._book_starts[key] = start
+        self._book_starts.move_to_end(key)
+        if len(self._book_starts) > BOOK_START_CACHE:
+            self._book_starts.popitem(last=False)
 
     async def recent_for_webhook(
         self, webhook_id: str, since: datetime, limit: int | None = None
@@ -1102,6 +1129,13 @@ class EventRepository:
         await self._books.delete_many({"username": username})
         await self._counters.delete_many({"username": username})
         return result.deleted_count
+
+
+def _settled(book: int, low: int, top: int) -> bool:
+    """Whether a book's pages can no longer change their bounds: a whole book or more below the
+    top page's (its events all recorded; a recount finds the same times) and above the book
+    the lowest live page is in (retention cuts pages from the bottom only)."""
+    return low // BOOK_PAGES < book < top // BOOK_PAGES - 1
 
 
 def _heal_at(webhook_id: str) -> int:
