@@ -10,7 +10,7 @@ import re
 import tracemalloc
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -257,6 +257,160 @@ class TestList:
         await store(dashboard, hook, [S])
         for who, name in [(stranger, hook.name), (owner, "missing")]:
             response = await who.client.get(f"/api/v1/webhooks/{name}/events")
+            assert response.status_code == 404
+            assert response.json()["error"] == "Webhook not found"
+
+
+class TestDateRange:
+    """``since`` (inclusive) and ``until`` (exclusive) bound ``created_at`` on the list, the
+    counts and the export alike; events one minute apart, the bounds on events 1 and 4."""
+
+    PATHS = ("/events", "/events/counts", "/events/export")
+
+    @pytest.fixture
+    async def minutes(self, dashboard: Dashboard) -> tuple[Owner, Webhook, list[Event]]:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        start = (utcnow() - timedelta(hours=2)).replace(second=0, microsecond=0)
+        made = await store(
+            dashboard, hook, [S, F, P, S, F, P], start=start, step=timedelta(minutes=1)
+        )
+        return owner, hook, made
+
+    async def test_the_list_keeps_since_and_leaves_out_until(
+        self, minutes: tuple[Owner, Webhook, list[Event]]
+    ) -> None:
+        owner, hook, made = minutes
+        since, until = isoformat(made[1].created_at), isoformat(made[4].created_at)
+        assert ids((await page(owner, hook.name, since=since, until=until))["items"]) == (
+            newest_first(made[1:4])
+        )
+        assert ids((await page(owner, hook.name, since=since))["items"]) == newest_first(made[1:])
+        assert ids((await page(owner, hook.name, until=until))["items"]) == newest_first(made[:4])
+        failed = await page(owner, hook.name, since=since, until=until, status="failed")
+        assert ids(failed["items"]) == [made[1].id]
+        paged = await page(owner, hook.name, since=since, until=until, limit=2)
+        rest = await page(owner, hook.name, since=since, until=until, cursor=paged["next_cursor"])
+        assert ids(paged["items"]) + ids(rest["items"]) == newest_first(made[1:4])
+
+    async def test_an_offset_other_than_utc_is_the_same_instant(
+        self, minutes: tuple[Owner, Webhook, list[Event]]
+    ) -> None:
+        owner, hook, made = minutes
+        plus_two = timezone(timedelta(hours=2))
+        since = made[2].created_at.astimezone(plus_two).isoformat()
+        assert since.endswith("+02:00")
+        assert ids((await page(owner, hook.name, since=since))["items"]) == newest_first(made[2:])
+
+    async def test_the_export_keeps_the_range(
+        self, minutes: tuple[Owner, Webhook, list[Event]]
+    ) -> None:
+        owner, hook, made = minutes
+        params = {"since": isoformat(made[1].created_at), "until": isoformat(made[4].created_at)}
+        response = await owner.client.get(
+            f"/api/v1/webhooks/{hook.name}/events/export", params=params
+        )
+        assert response.status_code == 200
+        assert [e["id"] for e in response.json()] == [e.id for e in made[1:4]]
+        pending = await owner.client.get(
+            f"/api/v1/webhooks/{hook.name}/events/export", params={**params, "status": "pending"}
+        )
+        assert [e["id"] for e in pending.json()] == [made[2].id]
+
+    async def test_bad_bounds_are_a_json_error_naming_them(
+        self, minutes: tuple[Owner, Webhook, list[Event]]
+    ) -> None:
+        owner, hook, made = minutes
+        at = isoformat(made[1].created_at)
+        order, no_zone = "since must be earlier than until", "Input should have timezone info"
+        not_a_date = "Input should be a valid datetime"
+        cases = [  # (params, status, start of the message); every one "Invalid request"
+            ({"since": at, "until": at}, 400, order),
+            ({"since": isoformat(made[4].created_at), "until": at}, 400, order),
+            ({"since": "2026-11-20T10:00:00"}, 422, f"query.since: {no_zone}"),
+            ({"until": "2026-11-20T10:00:00"}, 422, f"query.until: {no_zone}"),
+            ({"since": "yesterday"}, 422, f"query.since: {not_a_date}"),
+            ({"until": "2026-13-45T10:00:00Z"}, 422, f"query.until: {not_a_date}"),
+        ]
+        for path in self.PATHS:
+            for params, status, message in cases:
+                response = await owner.client.get(
+                    f"/api/v1/webhooks/{hook.name}{path}", params=params
+                )
+                assert response.status_code == status, (path, params, response.text)
+                assert response.headers["content-type"] == "application/json"
+                assert "content-disposition" not in response.headers
+                body = response.json()
+                assert body["error"] == "Invalid request", (path, params)
+                assert body["message"].startswith(message), (path, params, body["message"])
+
+    async def test_another_owners_webhook_is_404_with_a_range(
+        self, dashboard: Dashboard, minutes: tuple[Owner, Webhook, list[Event]]
+    ) -> None:
+        _, hook, made = minutes
+        stranger = await dashboard.owner()
+        params = {"since": isoformat(made[0].created_at)}
+        for path in self.PATHS:
+            response = await stranger.client.get(
+                f"/api/v1/webhooks/{hook.name}{path}", params=params
+            )
+            assert response.status_code == 404, path
+            assert response.json()["error"] == "Webhook not found"
+
+
+class TestCounts:
+    async def counts(self, owner: Owner, name: str, **params: Any) -> dict[str, Any]:
+        response = await owner.client.get(f"/api/v1/webhooks/{name}/events/counts", params=params)
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def test_per_status_of_the_webhook_only(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        hook, other = await hook_of(dashboard, owner), await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S, F, P, S, F, F, P])
+        await store(dashboard, other, [S, S])
+        assert await self.counts(owner, hook.name) == {
+            "success": 2, "failed": 3, "pending": 2, "total": 7,
+        }  # fmt: skip
+        empty = await hook_of(dashboard, owner)
+        assert await self.counts(owner, empty.name) == {
+            "success": 0, "failed": 0, "pending": 0, "total": 0,
+        }  # fmt: skip
+
+    async def test_within_since_and_until(self, dashboard: Dashboard) -> None:
+        """Bounds on whole minutes (counted from the pages' per-minute counts) and not (from
+        the heads) agree: since inclusive, until exclusive."""
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        start = (utcnow() - timedelta(hours=3)).replace(second=0, microsecond=0)
+        made = await store(
+            dashboard, hook, [S, F, P, S, F, P], start=start, step=timedelta(minutes=1)
+        )
+        on_minutes = {
+            "since": isoformat(made[1].created_at),
+            "until": isoformat(made[4].created_at),
+        }
+        off_minutes = {
+            "since": isoformat(made[1].created_at - timedelta(milliseconds=1)),
+            "until": isoformat(made[3].created_at + timedelta(milliseconds=1)),
+        }
+        expected = {"success": 1, "failed": 1, "pending": 1, "total": 3}
+        assert await self.counts(owner, hook.name, **on_minutes) == expected
+        assert await self.counts(owner, hook.name, **off_minutes) == expected
+        assert await self.counts(owner, hook.name, since=on_minutes["since"]) == {
+            "success": 1, "failed": 2, "pending": 2, "total": 5,
+        }  # fmt: skip
+        assert await self.counts(owner, hook.name, until=on_minutes["since"]) == {
+            "success": 1, "failed": 0, "pending": 0, "total": 1,
+        }  # fmt: skip
+
+    async def test_another_owners_or_a_missing_webhook_is_404(self, dashboard: Dashboard) -> None:
+        owner, stranger = await dashboard.owner(), await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        await store(dashboard, hook, [S])
+        for who, name in [(stranger, hook.name), (owner, "missing")]:
+            response = await who.client.get(f"/api/v1/webhooks/{name}/events/counts")
             assert response.status_code == 404
             assert response.json()["error"] == "Webhook not found"
 
@@ -588,6 +742,12 @@ class TestOverview:
             + [Bucket(other.id, stranger.username, "hour", hour, Counts(received=9))]
         )
         old = await store(dashboard, busy, [F, F], start=now - timedelta(hours=30))
+        # pending just before the window (it starts after now - 24 h) and just inside it (it
+        # starts at or before now - 23 h): one page, cut by the window's start
+        edges = [
+            *await store(dashboard, busy, [P], start=now - timedelta(hours=24, minutes=1)),
+            *await store(dashboard, busy, [P], start=now - timedelta(hours=23, minutes=-1)),
+        ]
         recent = await store(dashboard, busy, [S, S, S, F, P], start=now - timedelta(hours=2))
         quiet_events = await store(dashboard, quiet, [P], start=now - timedelta(hours=25))
         await store(dashboard, other, [S, S])
@@ -606,8 +766,9 @@ class TestOverview:
             "replays": 0, "attempts": 6, "success_rate": 0.8,
         }  # fmt: skip
         assert rows["busy"]["counts_24h"] == {
-            "success": 4, "failed": 3, "pending": 0, "total": 8,
+            "success": 4, "failed": 3, "pending": 2, "total": 8,
         }  # fmt: skip
+        assert rows["busy"]["pending_24h"] == 2  # the one inside the window, and the newest
         assert rows["busy"]["success_rate_24h"] == 0.8
         assert (rows["busy"]["active"], rows["idle"]["active"]) == (True, False)
         assert rows["busy"]["last_event_at"] == isoformat(recent[-1].created_at)
@@ -628,12 +789,31 @@ class TestOverview:
         for name in ("quiet", "idle"):
             assert set(rows[name]["stats_24h"].values()) == {0, None}
             assert rows[name]["counts_24h"] == {"success": 0, "failed": 0, "pending": 0, "total": 0}
+            assert rows[name]["pending_24h"] == 0  # quiet's pending event is 25 hours old
             assert rows[name]["success_rate_24h"] is None
             assert {p["received"] for p in rows[name]["hourly_24h"]} == {0}
-        mine = [*old, *recent, *quiet_events]
+        mine = [*old, *edges, *recent, *quiet_events]
         assert ids(body["recent_events"]) == newest_first(mine)[:10]
         assert set(body["recent_events"][0]) == SUMMARY_FIELDS
         assert idle.id not in {e["webhook_id"] for e in body["recent_events"]}
+
+    async def test_pending_counts_the_windows_events_still_waiting(
+        self, dashboard: Dashboard
+    ) -> None:
+        """From the event store, not the stats (none written here): an event that ends its
+        delivery leaves the count."""
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        waiting = await store(dashboard, hook, [P, P, P, S, F], start=utcnow() - timedelta(hours=3))
+
+        async def pending() -> tuple[int, int]:
+            [row] = (await owner.client.get("/api/v1/overview")).json()["webhooks"]
+            return row["pending_24h"], row["counts_24h"]["pending"]
+
+        assert await pending() == (3, 3)
+        await dashboard.runtime.events.set_status(waiting[0].id, EventStatus.SUCCESS)
+        await dashboard.runtime.events.set_status(waiting[1].id, EventStatus.FAILED)
+        assert await pending() == (1, 1)
 
     async def test_recent_events_across_pages(self, dashboard: Dashboard) -> None:
         """The newest page holding fewer than ten events, the page below completes the ten."""

@@ -291,6 +291,25 @@ class TestStream:
             await stream.read_until(has(second.id, third.id))
         assert stream.ids == [second.id, third.id]
 
+    async def test_a_status_change_arrives_as_a_status_message(self, hook: Hook) -> None:
+        """A pending event shown by the stream, then its successful attempt recorded: one
+        ``event: status`` message (no ``id:``, so a reconnect does not resume from it) with the
+        new status and the attempt's outcome."""
+        async with open_stream(hook.owner.client, hook.stream_path) as stream:
+            pending = await hook.record(created_at=utcnow())
+            await stream.read_until(has(pending.id))
+            attempt = create_attempt(pending, status_code=200, latency_ms=4.0)
+            await hook.events.apply_attempts([attempt])
+            await stream.read_until(lambda s: any(m["event"] == "status" for m in s.messages))
+        first, changed = stream.messages
+        assert (first["event"], json.loads(first["data"])["status"]) == ("event", "pending")
+        assert changed["event"] == "status"
+        assert "id" not in changed
+        summary = json.loads(changed["data"])
+        assert (summary["id"], summary["status"]) == (pending.id, EventStatus.SUCCESS.value)
+        assert (summary["last_status_code"], summary["last_latency_ms"]) == (200, 4.0)
+        assert summary["attempt_count"] == 1
+
     async def test_keep_alive_comments(self, hook: Hook, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(tail_routes, "PING_SECONDS", 0.1)
         async with open_stream(hook.owner.client, hook.stream_path) as stream:

@@ -204,11 +204,15 @@ class WebhookOverview(BaseModel):
     hourly_24h: list[StatsPoint] = Field(
         description="One point per hour, oldest first, 24 of them (zeros included)."
     )
+    pending_24h: int = Field(
+        description="Events received in the 24 hours (from stats_since on) whose delivery has "
+        "not ended yet: from the event store, as GET /webhooks/{name}/events/counts?since= "
+        "counts them (the stats count deliveries when they end, not waiting events)."
+    )
     counts_24h: EventCounts = Field(
-        description="Deprecated (kept for earlier clients; read stats_24h): from the stats, "
-        "success = delivered, failed = failed + rejected, total = received + rejected, "
-        "pending = 0 (the stats count ended deliveries, not waiting events: "
-        "GET /webhooks/{name}/events/counts has the event list's counts by status).",
+        description="Deprecated (kept for earlier clients; read stats_24h and pending_24h): "
+        "from the stats, success = delivered, failed = failed + rejected, total = received + "
+        "rejected; pending = pending_24h.",
         json_schema_extra={"deprecated": True},
     )
     success_rate_24h: float | None = Field(

@@ -18,6 +18,8 @@ from hookbay_common.db import (
     StatsRepository,
     WebhookRepository,
 )
+from hookbay_common.db.documents import gather_limited
+from hookbay_common.db.events import PageSummary
 from hookbay_common.db.stats import HOUR, Counts, Point
 from hookbay_common.errors import EventNotFound, InvalidRequest
 from hookbay_common.models import Event, EventStatus, Webhook
@@ -190,8 +192,9 @@ class EventService:
     async def overview(self, username: str) -> Overview:
         """Per webhook (by name): its stats over the current UTC hour and the 23 before it,
         totals and one point per hour (from the stats processor's hour buckets: one query per
-        UTC day, whatever the number of events), and when its newest event arrived; plus the
-        owner's newest events across webhooks (from each webhook's newest book of pages)."""
+        UTC day, whatever the number of events), its events of those hours still pending, and
+        when its newest event arrived; plus the owner's newest events across webhooks (from
+        each webhook's books of pages back to the window's start)."""
         if self._stats is None:
             raise RuntimeError("EventService was built without stats")
         now = utcnow()
@@ -200,15 +203,39 @@ class EventService:
         webhooks = await self._webhooks.list_for_owner(username)
         hourly, summaries = await asyncio.gather(
             self._stats.owner_hours(username, since, since + timedelta(hours=OVERVIEW_HOURS)),
-            self._events.newest_summaries(username, now),
+            self._events.newest_summaries(username, since),
         )
+        pending = await self._pending_since(summaries, since)
         quiet = [Point(since + timedelta(hours=h), Counts()) for h in range(OVERVIEW_HOURS)]
         newest = {s.webhook_id: s.last_at for s in sorted(summaries, key=lambda s: s.last_at)}
-        rows = [_webhook_overview(w, hourly.get(w.id, quiet), newest.get(w.id)) for w in webhooks]
+        rows = [
+            _webhook_overview(w, hourly.get(w.id, quiet), newest.get(w.id), pending.get(w.id, 0))
+            for w in webhooks
+        ]
         recent = (await self._events.recent_heads(username, summaries))[:RECENT_EVENTS]
         return Overview(
             webhooks=rows, stats_since=since, recent_events=[EventSummary.of(h) for h in recent]
         )
+
+    async def _pending_since(self, summaries: list[PageSummary], since: datetime) -> dict[str, int]:
+        """Per webhook id, its events created since ``since`` still pending. Pending comes from
+        the event store, not the stats: the stats count deliveries when they end (by the hour
+        they end in, replays included), so no difference of stats counters is the number of
+        events still waiting. So the overview reads each webhook's books (100 pages each) back
+        to ``since`` instead of its newest book only — one or two books per webhook unless it
+        takes more than 10,000 events a day — and counts them here: a page inside the window
+        from its book entry, a page ``since`` cuts from its per-minute counts (``since`` is on
+        a whole hour; usually one such page per webhook)."""
+        by_webhook: dict[str, list[PageSummary]] = {}
+        for summary in summaries:
+            by_webhook.setdefault(summary.webhook_id, []).append(summary)
+        found = await gather_limited(
+            self._events.counts_from(pages, since) for pages in by_webhook.values()
+        )
+        return {
+            webhook_id: counts[EventStatus.PENDING]
+            for webhook_id, counts in zip(by_webhook, found, strict=True)
+        }
 
     async def _owned_event(self, username: str, event_id: str) -> Event:
         event = await self._events.get(event_id)
@@ -246,16 +273,17 @@ def _counts(by_status: dict[EventStatus, int]) -> EventCounts:
 
 
 def _webhook_overview(
-    webhook: Webhook, points: list[Point], last: datetime | None
+    webhook: Webhook, points: list[Point], last: datetime | None, pending: int
 ) -> WebhookOverview:
     total = totals(points)
     return WebhookOverview(
         name=webhook.name,
         active=webhook.active,
+        pending_24h=pending,
         counts_24h=EventCounts(
             success=total.delivered,
             failed=total.failed + total.rejected,
-            pending=0,
+            pending=pending,
             total=total.received + total.rejected,
         ),
         success_rate_24h=total.success_rate,

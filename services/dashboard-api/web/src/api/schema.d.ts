@@ -1208,7 +1208,7 @@ export interface components {
             active: boolean;
             /**
              * @deprecated
-             * @description Deprecated (kept for earlier clients; read stats_24h): from the stats, success = delivered, failed = failed + rejected, total = received + rejected, pending = 0 (the stats count ended deliveries, not waiting events: GET /webhooks/{name}/events/counts has the event list's counts by status).
+             * @description Deprecated (kept for earlier clients; read stats_24h and pending_24h): from the stats, success = delivered, failed = failed + rejected, total = received + rejected; pending = pending_24h.
              */
             counts_24h: components["schemas"]["EventCounts"];
             /**
@@ -1223,6 +1223,11 @@ export interface components {
             last_event_at: string | null;
             /** Name */
             name: string;
+            /**
+             * Pending 24H
+             * @description Events received in the 24 hours (from stats_since on) whose delivery has not ended yet: from the event store, as GET /webhooks/{name}/events/counts?since= counts them (the stats count deliveries when they end, not waiting events).
+             */
+            pending_24h: number;
             /** @description The counters summed over the 24 hours. */
             stats_24h: components["schemas"]["StatsCounters"];
             /**
