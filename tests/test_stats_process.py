@@ -1,31 +1,48 @@
 """The stats processor as a real process on real Kafka and FerretDB: the stats equal exactly
 what was sent, minute by minute; late records within the grace count, beyond it they are
-dropped and counted; kill -9 and SIGTERM mid-stream change no total."""
+dropped and counted; kill -9 and SIGTERM mid-stream change no total, whatever the quantity;
+through the whole pipeline (ingest, the forwarder, a destination, the recorder, a replay), the
+stats API shows exactly what was sent and answered."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hmac
 import signal
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 
-from hookbay_common.db import Database, StatsRepository
+from hookbay_common.db import Database, EventRepository, StatsRepository
 from hookbay_common.db.stats import Counts, Point
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Attempt, AttemptTrigger, Event, RejectedReason
 from hookbay_common.wire import encode_attempt, encode_event
+from hookbay_dashboard.settings import DashboardSettings
 from hookbay_forwarder.settings import ForwarderSettings
+from tests.support.dashboard import serve_dashboard
 from tests.support.factories import create_attempt, create_event, unique_name
+from tests.support.ingest import ingest_process
+from tests.support.kafka import partitions_of
 from tests.support.processes import ServiceProcess, service_process
+from tests.support.receiver import Receiver, Reply
 from tests.support.waiting import until
-from tests.test_forwarder_process import has, parse_metrics, process_env, settings_of
+from tests.test_forwarder_process import (
+    group_offsets,
+    has,
+    parse_metrics,
+    process_env,
+    settings_of,
+)
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 LEAD = 200
@@ -80,6 +97,15 @@ async def total(
     return counts
 
 
+async def minutes_total(stats: StatsRepository, webhook_id: str) -> Counts:
+    """The sum of the webhook's minute buckets from 10:00 to 10:05 (minute documents, counted
+    apart from the hour buckets)."""
+    counts = Counts()
+    for point in await minutes(stats, webhook_id, T0, 5):
+        counts.add(point.counts)
+    return counts
+
+
 async def flushed_after(process: ServiceProcess) -> None:
     """Return once a flush that began after this call has finished (the processor's own
     counter), so what MongoDB shows includes everything read so far."""
@@ -93,11 +119,83 @@ async def flushed_after(process: ServiceProcess) -> None:
     await until(later, 30, what="a later flush")
 
 
+async def committed_to_end(fs: ForwarderSettings, *topics: str) -> bool:
+    """The stats consumer group has committed every record of ``topics`` as they end now —
+    asked of Kafka, not of the processor's lag gauges, which are up to 2 s old."""
+    committed = await group_offsets(fs.kafka_bootstrap, f"{fs.topics.namespace}.stats")
+    consumer = AIOKafkaConsumer(bootstrap_servers=fs.kafka_bootstrap)
+    await consumer.start()
+    try:
+        tps = [
+            TopicPartition(topic, p)
+            for topic in topics
+            for p in await partitions_of(fs.kafka_bootstrap, topic)
+        ]
+        ends = await consumer.end_offsets(tps)
+    finally:
+        await consumer.stop()
+    return all(committed.get(tp, 0) >= end for tp, end in ends.items())
+
+
+async def all_counted(fs: ForwarderSettings, process: ServiceProcess) -> None:
+    """Return once every record on the source topics has been turned into facts and every fact
+    counted and committed (sources first: their facts are sent before they are committed), and
+    then written to MongoDB by a flush that began after that."""
+    sources, facts = (fs.topics.events, fs.topics.attempts), fs.topics.stats_facts
+    await until(partial(committed_to_end, fs, *sources), 90, interval=0.2, what="sources read")
+    await until(partial(committed_to_end, fs, facts), 90, interval=0.2, what="facts counted")
+    await flushed_after(process)
+
+
 async def caught_up(process: ServiceProcess) -> bool:
     """Every partition the processor reads has no record left to handle and commit."""
     samples = parse_metrics((await process.get("/metrics")).text)
     lags = [v for n, _, v in samples if n == "hookbay_consumer_lag"]
     return bool(lags) and not any(lags)
+
+
+SECRET = "stats-e2e-secret"
+
+
+def totals(
+    *, received: int = 0, rejected: int = 0, delivered: int = 0, failed: int = 0,
+    retried: int = 0, replays: int = 0, attempts: int = 0, c2xx: int = 0, c3xx: int = 0,
+    c4xx: int = 0, c5xx: int = 0,
+) -> dict[str, Any]:  # fmt: skip
+    """What ``api_totals`` must show: the counts, the answer classes (no attempt here goes
+    unanswered) and as many latencies as attempts, each in one bin."""
+    return {
+        "received": received, "rejected": rejected, "delivered": delivered, "failed": failed,
+        "retried": retried, "replays": replays, "attempts": attempts,
+        "codes": {"2xx": c2xx, "3xx": c3xx, "4xx": c4xx, "5xx": c5xx, "error": 0},
+        "latency_count": attempts, "latency_binned": attempts,
+    }  # fmt: skip
+
+
+async def api_totals(client: httpx.AsyncClient, name: str) -> dict[str, Any]:
+    """The totals of ``GET /api/v1/webhooks/{name}/stats?window=1h`` in ``totals``'s shape."""
+    answer = await client.get(f"/api/v1/webhooks/{name}/stats", params={"window": "1h"})
+    assert answer.status_code == 200, answer.text
+    t = answer.json()["totals"]
+    return {
+        **{k: t[k] for k in ("received", "rejected", "delivered", "failed", "retried", "replays",
+                             "attempts", "codes")},
+        "latency_count": t["latency"]["count"],
+        "latency_binned": sum(b["count"] for b in t["latency"]["histogram"]),
+    }  # fmt: skip
+
+
+async def recorded(db: Database, request_id: str) -> Event:
+    """The event once the recorder has written it to MongoDB."""
+    events = EventRepository(db)
+
+    async def found() -> bool:
+        return await events.get_by_request_id(request_id) is not None
+
+    await until(found, 60, what=f"event {request_id} recorded")
+    event = await events.get_by_request_id(request_id)
+    assert event is not None
+    return event
 
 
 class TestKnownMix:
@@ -247,6 +345,120 @@ class TestClocks:
         assert has(samples, "hookbay_stats_late_records_total", 1.0)
 
 
+LATENCIES_MS = (10, 75, 180, 400, 900, 2000, 4000, 8000, 12_000)
+"""One latency per bin of the histogram (``LATENCY_BOUNDS_MS`` and the slowest bin), in turn."""
+TWO, THREE, FOUR, FIVE, ERROR = range(5)
+"""Indexes of the answer classes in ``Counts.codes``."""
+
+
+@dataclass
+class Workload:
+    """A stream of events and attempts and what each webhook's totals must be once it is all
+    counted, written down scenario by scenario (not derived the way the processor derives
+    them)."""
+
+    webhooks: dict[str, str]  # webhook id -> owner
+    records: list[Event | Attempt] = field(default_factory=list)
+    expected: dict[str, Counts] = field(default_factory=dict)
+    attempts: int = 0
+
+    def event(self, webhook: str, at: datetime, *, rejected: bool = False) -> Event:
+        want = self.expected.setdefault(webhook, Counts())
+        if rejected:
+            want.rejected += 1
+            e = create_event(
+                username=self.webhooks[webhook], webhook_id=webhook, created_at=at,
+                rejected_reason=RejectedReason.INVALID_SIGNATURE, signature_valid=False,
+                forward_url=None,
+            )  # fmt: skip
+        else:
+            want.received += 1
+            e = create_event(username=self.webhooks[webhook], webhook_id=webhook, created_at=at)
+        self.records.append(e)
+        return e
+
+    def attempt(
+        self, e: Event, code: int | None, answer: int, *, chain: str, number: int = 1,
+        trigger: AttemptTrigger = AttemptTrigger.INITIAL, will_retry: bool = False,
+        timed: bool = True,
+    ) -> None:  # fmt: skip
+        """One attempt of ``e`` answered ``code`` (class ``answer``); ``timed=False``: no
+        latency (the connection was refused). Chain outcomes and retries are counted by the
+        caller."""
+        want = self.expected[e.webhook_id]
+        latency = None
+        if timed:
+            bin_ = self.attempts % len(LATENCIES_MS)
+            latency = float(LATENCIES_MS[bin_])
+            want.latency_count += 1
+            want.latency_sum_ms += latency
+            want.latency_histogram[bin_] += 1
+        want.attempts += 1
+        want.codes[answer] += 1
+        self.attempts += 1
+        self.records.append(
+            create_attempt(
+                e, chain_id=chain, number=number, trigger=trigger, status_code=code,
+                latency_ms=latency, will_retry=will_retry,
+                error=None if code else "timeout" if timed else "connection refused",
+                started_at=e.created_at + timedelta(milliseconds=number * 300),
+            )
+        )  # fmt: skip
+
+    def deliveries(self, e: Event, kind: int) -> None:
+        """The attempts of one accepted event, by ``kind``: delivered at once; a 503, then a
+        retry delivered; a 500, then two retries timing out (failed); a 404 (failed) replayed
+        with a 301 (failed: a 3xx is no delivery); a refused connection (failed, no latency)
+        replayed with a 502 and a retry of the replay delivered; no destination (no attempt)."""
+        want, chain = self.expected[e.webhook_id], new_id(IdPrefix.CHAIN)
+        replay = new_id(IdPrefix.CHAIN)
+        retry, again = AttemptTrigger.RETRY, AttemptTrigger.REPLAY
+        if kind == 0:
+            self.attempt(e, 200, TWO, chain=chain)
+            want.delivered += 1
+        elif kind == 1:
+            self.attempt(e, 503, FIVE, chain=chain, will_retry=True)
+            self.attempt(e, 204, TWO, chain=chain, number=2, trigger=retry)
+            want.delivered += 1
+            want.retried += 1
+        elif kind == 2:
+            self.attempt(e, 500, FIVE, chain=chain, will_retry=True)
+            self.attempt(e, None, ERROR, chain=chain, number=2, trigger=retry, will_retry=True)
+            self.attempt(e, None, ERROR, chain=chain, number=3, trigger=retry)
+            want.failed += 1
+            want.retried += 2
+        elif kind == 3:
+            self.attempt(e, 404, FOUR, chain=chain)
+            self.attempt(e, 301, THREE, chain=replay, trigger=again)
+            want.failed += 2
+            want.replays += 1
+        elif kind == 4:
+            self.attempt(e, None, ERROR, chain=chain, timed=False)
+            self.attempt(e, 502, FIVE, chain=replay, trigger=again, will_retry=True)
+            self.attempt(e, 200, TWO, chain=replay, number=2, trigger=retry)
+            want.failed += 1
+            want.replays += 1
+            want.delivered += 1
+            want.retried += 1
+
+
+def restart_workload(webhooks: dict[str, str], events: int) -> Workload:
+    """``events`` events over ``webhooks`` and 90 s of event time (minutes 10:00 and 10:01; the
+    first minute's window is open until 10:02 with the 60 s grace, so a restart that reads one
+    partition ahead of another drops nothing as late). Every tenth is rejected by its
+    signature; the others are delivered by turns of ``Workload.deliveries``."""
+    work = Workload(webhooks)
+    hooks = list(webhooks)
+    for i in range(events):
+        webhook, at = hooks[i % len(hooks)], T0 + timedelta(seconds=i * 0.03)
+        turn = i // len(hooks)  # every webhook goes through every kind
+        if turn % 10 == 9:
+            work.event(webhook, at, rejected=True)
+        else:
+            work.deliveries(work.event(webhook, at), turn % 6)
+    return work
+
+
 class TestRestarts:
     async def test_kill_9_and_sigterm_mid_stream_leave_the_totals_exact(
         self, penv: dict[str, str], fs: ForwarderSettings, producer: AIOKafkaProducer,
@@ -254,36 +466,24 @@ class TestRestarts:
     ) -> None:  # fmt: skip
         """Three processors in turn over one stream: the first killed with -9, the second
         stopped with SIGTERM, both while records keep coming; the third finishes. Every
-        webhook's totals equal what was sent: nothing counted twice, nothing lost."""
+        webhook's totals — every count, the latency histogram and the answer classes — equal
+        what was sent, in its hour bucket and summed over its minute buckets: nothing counted
+        twice, nothing lost."""
         owners = [unique_name("u") for _ in range(4)]
-        webhooks = {new_id(IdPrefix.WEBHOOK): owners[i % 4] for i in range(12)}
-        records: list[Event | Attempt] = []
-        for i in range(3000):
-            webhook, owner = list(webhooks.items())[i % len(webhooks)]
-            at = T0 + timedelta(seconds=i * 0.01)  # 30 s of event time: less than the grace, so
-            # a restart that reads one partition ahead of another drops nothing as late
-            e = create_event(username=owner, webhook_id=webhook, created_at=at)
-            records.append(e)
-            if i % 3:
-                records.append(
-                    create_attempt(e, started_at=at, status_code=200 if i % 3 == 1 else 500)
-                )
-        expected = {w: Counts() for w in webhooks}
-        for r in records:
-            c = expected[r.webhook_id]
-            if isinstance(r, Event):
-                c.received += 1
-            else:
-                c.attempts += 1
-                c.delivered += r.status_code == 200
-                c.failed += r.status_code == 500
+        work = restart_workload({new_id(IdPrefix.WEBHOOK): owners[i % 4] for i in range(12)}, 3000)
+        records, expected = work.records, work.expected
+        for want in expected.values():  # every quantity occurs for every webhook
+            assert all((want.received, want.rejected, want.delivered, want.failed, want.retried,
+                        want.replays, *want.codes, *want.latency_histogram))  # fmt: skip
+            assert 0 < want.latency_count < want.attempts  # a refused connection has none
         span = (T0, T0 + timedelta(hours=1))
 
-        async def received_total() -> int:
-            return sum([(await total(stats, w, *span)).received for w in webhooks])
+        async def events_counted() -> int:
+            hours = [await total(stats, w, *span) for w in expected]
+            return sum(c.received + c.rejected for c in hours)
 
         async def some_counted(more_than: int) -> bool:
-            return await received_total() > more_than
+            return await events_counted() > more_than
 
         async def feed() -> None:
             """Slices of 100 records, each once the processor has counted all but ``LEAD`` of
@@ -302,7 +502,7 @@ class TestRestarts:
             first.kill()
             assert await first.wait() == -signal.SIGKILL
         assert not feeding.done(), "killed after the stream ended"
-        after_kill = await received_total()
+        after_kill = await events_counted()
         async with service_process("stats", penv, tmp_path / "second.log") as second:
             await until(lambda: some_counted(after_kill + 300), 60, what="more stats")
             second.terminate()
@@ -311,15 +511,106 @@ class TestRestarts:
         assert "stats_stopped" in second.log_events()
         async with service_process("stats", penv, tmp_path / "third.log") as third:
             await feeding  # the rest of the stream, followed by the third
-            await until(lambda: caught_up(third), 90, what="the third caught up")
-            await flushed_after(third)
-            totals = {w: await total(stats, w, *span) for w in webhooks}
-        assert await received_total() == 3000
-        for w, counts in totals.items():
-            assert (counts.received, counts.attempts, counts.delivered, counts.failed) == (
-                expected[w].received, expected[w].attempts, expected[w].delivered,
-                expected[w].failed,
-            ), w  # fmt: skip
+            await all_counted(fs, third)
+            hours = {w: await total(stats, w, *span) for w in expected}
+            summed = {w: await minutes_total(stats, w) for w in expected}
+        assert await events_counted() == 3000
+        for w, want in expected.items():
+            assert hours[w] == want, w
+            assert summed[w] == want, w
+
+
+class TestThroughThePipeline:
+    async def test_stats_equal_what_was_sent_through_ingest_and_the_forwarder(
+        self, env: dict[str, str], db: Database, receiver: Receiver, tmp_path: Path
+    ) -> None:
+        """Real ingest, forwarder, recorder and stats processes and the dashboard API on a real
+        server, a local destination: signed, forged and unsigned sends; destinations answering
+        2xx, 502 twice then 2xx, always 500 (until the schedule 0, 1 s, 2 s is exhausted) and
+        404; a replay through the API. The stats API's totals equal what was sent and what the
+        destination answered, webhook by webhook."""
+        penv = await process_env(
+            env, HOOKBAY_RETRY_SCHEDULE="0,1s,2s", HOOKBAY_RETRY_JITTER="0",
+            HOOKBAY_FORWARD_TIMEOUT="10", HOOKBAY_STATS_FLUSH_INTERVAL="0.2",
+        )  # fmt: skip
+        dashboard_settings = DashboardSettings(
+            **{key.removeprefix("HOOKBAY_").lower(): value for key, value in penv.items()},
+            cookie_secure=False, redis_key_prefix=f"hookbay:test:{unique_name('s')}:",
+        )  # fmt: skip
+        urls = {
+            "signed": receiver.url(),
+            "plain": receiver.url(),
+            "retried": receiver.url(Reply(502), Reply(502)),
+            "failing": receiver.url(then=Reply(500, b"down")),
+            "refused": receiver.url(then=Reply(404, b"no such hook")),
+        }
+        async with (
+            serve_dashboard(dashboard_settings) as dashboard,
+            ingest_process(penv) as (_, ingest_base),
+            service_process("forwarder", penv, tmp_path / "forwarder.log"),
+            service_process("recorder", penv, tmp_path / "recorder.log"),
+            service_process("stats", penv, tmp_path / "stats.log") as stats_process,
+            httpx.AsyncClient(base_url=ingest_base, timeout=30) as ingest,
+        ):
+            owner = await dashboard.owner()
+            for name, url in urls.items():
+                hook = {"name": name, "forward_url": url}
+                if name == "signed":
+                    hook["secret"] = SECRET
+                created = await owner.client.post("/api/v1/webhooks", json=hook)
+                assert created.status_code == 201, created.text
+
+            async def post(name: str, body: bytes, signature: str | None = None) -> str:
+                headers = {} if signature is None else {"x-service-signature": signature}
+                path = f"/w/{owner.username}/{name}"
+                answer = await ingest.post(path, content=body, headers=headers)
+                assert answer.status_code == (401 if signature == "00" else 200), answer.text
+                return str(answer.json().get("requestId"))
+
+            for i in range(6):
+                body = f'{{"n": {i}}}'.encode()
+                await post("signed", body, hmac.new(SECRET.encode(), body, "sha256").hexdigest())
+            for i in range(3):
+                await post("signed", f'{{"forged": {i}}}'.encode(), "00")
+            for i in range(4):
+                await post("plain", f'{{"n": {i}}}'.encode())
+            retried = await post("retried", b"{}")
+            for i in range(2):
+                await post("failing", f'{{"n": {i}}}'.encode())
+            await post("refused", b"{}")
+
+            deliveries = {"signed": 6, "plain": 4, "retried": 3, "failing": 6, "refused": 1}
+            for name, count in deliveries.items():
+                await receiver.wait_for(urls[name], count, timeout=60)
+            event = await recorded(db, retried)
+            replay = await owner.client.post(f"/api/v1/events/{event.id}/replay")
+            assert replay.status_code == 202, replay.text
+            await receiver.wait_for(urls["retried"], 4, timeout=60)
+
+            expected = {
+                "signed": totals(received=6, rejected=3, delivered=6, attempts=6, c2xx=6),
+                "plain": totals(received=4, delivered=4, attempts=4, c2xx=4),
+                "retried": totals(
+                    received=1, delivered=2, retried=2, replays=1, attempts=4, c2xx=2, c5xx=2
+                ),
+                "failing": totals(received=2, failed=2, retried=4, attempts=6, c5xx=6),
+                "refused": totals(received=1, failed=1, attempts=1, c4xx=1),
+            }
+
+            async def observed() -> dict[str, dict[str, Any]]:
+                return {name: await api_totals(owner.client, name) for name in expected}
+
+            async def equal() -> bool:
+                return await observed() == expected
+
+            with contextlib.suppress(AssertionError):  # the assertion below tells what differs
+                await until(equal, 60, interval=0.3, what="the stats as sent")
+            assert await observed() == expected
+            # and nothing counted later: everything read and committed, written again since
+            await all_counted(settings_of(penv), stats_process)
+            assert await observed() == expected
+        for name, count in {**deliveries, "retried": 4}.items():
+            assert len(receiver.received(urls[name])) == count, name
 
 
 class TestOps:
