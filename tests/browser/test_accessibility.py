@@ -22,6 +22,13 @@ AXE = Axe()
 BLOCKING = {"serious", "critical"}
 
 
+async def sign_in(page: Page, owner: Owner) -> None:
+    await page.get_by_label("Username").fill(owner.username)
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_url(lambda url: "/login" not in url)
+
+
 async def serious_findings(page: Page) -> list[str]:
     results = await AXE.run(page)
     violations: list[dict[str, Any]] = results.response["violations"]
@@ -71,6 +78,7 @@ async def test_every_screen_has_no_serious_finding(
     stack: Stack, browser: Browser, theme: str
 ) -> None:
     owner, hook, event_id = await demo_data(stack)
+    user = await stack.owner()  # not an admin: the 403 page
     context = await browser.new_context(
         viewport={"width": 1280, "height": 860}, base_url=stack.url, color_scheme=theme,
         reduced_motion="reduce",
@@ -89,14 +97,34 @@ async def test_every_screen_has_no_serious_finding(
         ("tokens", "/tokens", "Create token"),
         ("admin", "/admin", "New user"),
         ("not-found", "/no/such/page", "Page not found"),
+        ("keyboard-help", "/", "Shortcuts do nothing while you type"),
+        ("forbidden", "/admin", "This page is for administrators"),
+        ("api-unreachable", "/", "API unreachable"),
     ]
     findings: dict[str, list[str]] = {}
     try:
         for screen, path, marker in screens:
             if screen == "overview":  # log in first: every other screen needs a session
-                await page.get_by_label("Username").fill(owner.username)
-                await page.get_by_label("Password").fill(PASSWORD)
-                await page.get_by_role("button", name="Sign in").click()
+                await sign_in(page, owner)
+            elif screen == "keyboard-help":  # an open dialog, over the overview
+                await page.goto(path)
+                await expect(page.get_by_text("Newest events")).to_be_visible()
+                await page.keyboard.press("?")
+                await expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
+            elif screen == "forbidden":  # the admin signs out, a user signs in
+                await page.goto("/")
+                await page.get_by_role("button", name="Sign out").click()
+                await sign_in(page, user)
+                await page.goto(path)
+            elif screen == "api-unreachable":
+                # the browser refuses every API call, as when the API is down while the page
+                # is served (TestUnreachableApi kills a real dashboard under an open page): the
+                # session check fails, the error page shows under the banner
+                await page.route("**/api/**", lambda route: route.abort("connectionrefused"))
+                await page.goto(path)
+                await expect(
+                    page.get_by_role("heading", name="Something went wrong")
+                ).to_be_visible()
             else:
                 await page.goto(path)
             await expect(page.get_by_text(marker).first).to_be_visible()

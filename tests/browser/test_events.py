@@ -148,6 +148,78 @@ class TestReplay:
         assert len(await stack.receiver.wait_for(url, 6)) == 6
 
 
+class TestRowCopy:
+    async def test_each_row_copies_its_request_id_without_opening_the_event(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        older, newer = [await stack.send(hook, b'{"n": %d}' % n) for n in range(2)]
+        for request_id in (older, newer):
+            await stack.event(request_id)
+        page = session.page
+        listed = f"{stack.url}/webhooks/{hook['name']}/events"
+        await session.login(owner, f"/webhooks/{hook['name']}/events")
+
+        async def clipboard() -> str:
+            text: str = await page.evaluate("navigator.clipboard.readText()")
+            return text
+
+        await page.get_by_role("button", name=f"Copy request ID {older}").click()
+        assert await clipboard() == older
+        await expect(page.get_by_test_id("live-region")).to_have_text("Request ID copied")
+        assert page.url == listed  # the row's link was not followed
+        copy_newer = page.get_by_role("button", name=f"Copy request ID {newer}")
+        await copy_newer.focus()
+        await page.keyboard.press("Enter")
+        assert await clipboard() == newer
+        await page.get_by_role("button", name=f"Copy request ID {older}").focus()
+        await page.keyboard.press("Space")
+        assert await clipboard() == older
+        assert page.url == listed
+        # the `c` shortcut still copies the selected row's
+        await page.keyboard.press("j")
+        rows = page.get_by_role("list", name=f"Events of {hook['name']}").get_by_role("link")
+        await expect(rows.filter(has_text=newer)).to_have_attribute("aria-current", "true")
+        await page.keyboard.press("c")
+        assert await clipboard() == newer
+
+
+class TestOverviewPending:
+    async def test_pending_events_are_counted_and_link_to_their_list(
+        self, stack: Stack, session: Session
+    ) -> None:
+        gate = asyncio.Event()
+        owner = await stack.owner()
+        hook = await stack.webhook(owner, forward_url=stack.receiver.url(Reply(gate=gate)))
+        waiting = [await stack.send(hook, b'{"wait": %d}' % n) for n in range(2)]
+        for request_id in waiting:
+            await stack.event(request_id, status="pending")
+        page = session.page
+        await session.login(owner)
+        card = page.get_by_role("listitem").filter(
+            has=page.get_by_role("link", name=hook["name"], exact=True)
+        )
+        pending = card.get_by_role("link", name=re.compile(r"^\d+ events pending"))
+        await expect(pending).to_have_accessible_name(
+            f"2 events pending for {hook['name']} in the last 24 hours"
+        )
+        await pending.click()
+
+        await expect(page).to_have_url(re.compile(r"status=pending.*since=|since=.*status=pending"))
+        rows = page.get_by_role("list", name=f"Events of {hook['name']}").get_by_role("link")
+        await expect(rows).to_have_count(2)
+        await expect(rows.filter(has_text="Pending")).to_have_count(2)
+
+        gate.set()
+        for request_id in waiting:
+            await stack.event(request_id, status="success")
+        await page.goto("/")
+        await expect(pending).to_have_accessible_name(
+            f"0 events pending for {hook['name']} in the last 24 hours"
+        )
+
+
 class TestLiveStatus:
     async def test_a_pending_row_turns_into_its_final_status_in_place(
         self, stack: Stack, session: Session
@@ -229,7 +301,7 @@ class TestUrlState:
             await expect(listed.get_by_role("link", name=re.compile(bad))).to_have_attribute(
                 "aria-current", "true"
             )
-        await page.get_by_label("Request ID").fill(good)
+        await page.get_by_role("searchbox", name="Request ID or text").fill(good)
         await page.get_by_role("button", name="Search").click()
         await expect(page).to_have_url(re.compile(f"q={good}"))
 

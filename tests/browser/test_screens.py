@@ -190,11 +190,11 @@ class TestKeyboard:
         await expect(rows.filter(has_text=newest)).to_have_attribute("aria-current", "true")
 
         await page.keyboard.press("/")
-        await expect(page.get_by_label("Request ID")).to_be_focused()
+        await expect(page.get_by_role("searchbox", name="Request ID or text")).to_be_focused()
         await page.keyboard.type("jk")  # typed, not shortcuts
-        await expect(page.get_by_label("Request ID")).to_have_value("jk")
+        await expect(page.get_by_role("searchbox", name="Request ID or text")).to_have_value("jk")
         await expect(rows.filter(has_text=newest)).to_have_attribute("aria-current", "true")
-        await page.get_by_label("Request ID").press("Escape")
+        await page.get_by_role("searchbox", name="Request ID or text").press("Escape")
         await page.locator("body").click(position={"x": 5, "y": 400})
         await page.keyboard.press("?")
         help_dialog = page.get_by_role("dialog", name="Keyboard shortcuts")

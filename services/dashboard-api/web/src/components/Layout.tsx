@@ -21,7 +21,9 @@ function LiveRegion() {
   );
 }
 
-function Banner() {
+/** "API unreachable", while the last API call found no API (shown by every layout and the
+ * error page). */
+export function Banner() {
   const down = useSyncExternalStore(apiHealth.subscribe, apiHealth.get);
   if (!down) return null;
   return (

@@ -1,4 +1,6 @@
 import { type ErrorComponentProps, Link } from "@tanstack/react-router";
+import { ApiError } from "../api/client";
+import { Banner } from "../components/Layout";
 import { Button } from "../components/ui";
 
 export function NotFound() {
@@ -21,14 +23,27 @@ export function Forbidden() {
   );
 }
 
+/** The error boundary. It replaces every layout, so it shows the "API unreachable" banner
+ * itself: an API that cannot be reached (status 0) is the usual cause, said in words rather
+ * than as the browser's "Failed to fetch". */
 export function ErrorPage({ error, reset }: ErrorComponentProps) {
+  const unreachable = error instanceof ApiError && error.status === 0;
   return (
-    <div role="alert" className="mx-auto mt-16 max-w-lg text-center">
-      <h1 className="mb-2 text-2xl font-semibold">Something went wrong</h1>
-      <p className="mb-4 break-words text-muted">
-        {error instanceof Error ? error.message : String(error)}
-      </p>
-      <Button onClick={reset}>Try again</Button>
-    </div>
+    <>
+      <Banner />
+      <main id="main">
+        <div role="alert" className="mx-auto mt-16 max-w-lg text-center">
+          <h1 className="mb-2 text-2xl font-semibold">Something went wrong</h1>
+          <p className="mb-4 break-words text-muted">
+            {unreachable
+              ? "The hookbay API could not be reached. Try again in a moment."
+              : error instanceof Error
+                ? error.message
+                : String(error)}
+          </p>
+          <Button onClick={reset}>Try again</Button>
+        </div>
+      </main>
+    </>
   );
 }

@@ -30,6 +30,7 @@ import { useShortcuts } from "../lib/keys";
 
 const route = getRouteApi("/_app/webhooks/$name/events");
 const ROW_HEIGHT = 44;
+const COLUMNS = "grid-cols-[7rem_14rem_16rem_10rem_5rem_5rem_7rem_4rem_8rem]";
 const TABS: StatusFilter[] = ["all", "success", "failed", "pending"];
 
 /** The search box holds a request ID (`req_…`: that one request) or text (headers and body). */
@@ -71,7 +72,7 @@ function Row({ event, selected }: { event: EventSummary; selected: boolean }) {
       href={`/events/${event.id}`}
       data-event-id={event.id}
       aria-current={selected ? "true" : undefined}
-      className={`grid h-full grid-cols-[7rem_14rem_16rem_10rem_5rem_5rem_7rem_4rem_8rem] items-center gap-2 border-b border-line px-3 text-sm text-fg no-underline hover:bg-hover ${selected ? "bg-hover outline outline-2 outline-accent" : ""}`}
+      className={`grid h-full ${COLUMNS} items-center gap-2 border-b border-line px-3 text-sm text-fg no-underline hover:bg-hover ${selected ? "bg-hover outline outline-2 outline-accent" : ""}`}
     >
       <span>
         <StatusBadge status={event.status} />
@@ -79,7 +80,7 @@ function Row({ event, selected }: { event: EventSummary; selected: boolean }) {
       <span>
         <Time iso={event.created_at} />
       </span>
-      <span className="truncate font-mono">{event.request_id}</span>
+      <span className="truncate pr-8 font-mono">{event.request_id}</span>
       <span className="truncate">{event.content_type ?? "—"}</span>
       <span>{bytes(event.body_size)}</span>
       <span>
@@ -94,6 +95,38 @@ function Row({ event, selected }: { event: EventSummary; selected: boolean }) {
       <span>{event.attempt_count ?? "—"}</span>
       <span>{event.next_retry_at ? <Time iso={event.next_retry_at} /> : "—"}</span>
     </a>
+  );
+}
+
+/** The row's request-id copy button. It sits over the end of the request-id cell but outside
+ * the row's link (a button inside a link is invalid HTML and its click would open the event):
+ * the cell ends at px-3 + 7rem + gap + 14rem + gap + 16rem (COLUMNS) and leaves it room. */
+function CopyRequestId({ event }: { event: EventSummary }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      aria-label={`Copy request ID ${event.request_id}`}
+      title="Copy request ID"
+      onClick={async () => {
+        setDone(await copyText(event.request_id, "Request ID"));
+        setTimeout(() => setDone(false), 1500);
+      }}
+      className="absolute left-[calc(0.75rem+7rem+0.5rem+14rem+0.5rem+16rem)] top-1/2 flex h-7 w-7 -translate-x-full -translate-y-1/2 items-center justify-center rounded border border-line bg-panel text-muted hover:bg-hover hover:text-fg"
+    >
+      {done ? (
+        <span aria-hidden="true">✓</span>
+      ) : (
+        <svg
+          aria-hidden="true"
+          viewBox="0 0 16 16"
+          className="h-3.5 w-3.5 fill-none stroke-current"
+        >
+          <rect x="5.5" y="5.5" width="8" height="9" rx="1" />
+          <path d="M3.5 10.5h-1v-8a1 1 0 0 1 1-1h7v1" />
+        </svg>
+      )}
+    </button>
   );
 }
 
@@ -383,7 +416,7 @@ export function Events() {
           <div className="overflow-x-auto rounded-lg border border-line bg-panel">
             <div
               aria-hidden="true"
-              className="grid grid-cols-[7rem_14rem_16rem_10rem_5rem_5rem_7rem_4rem_8rem] gap-2 border-b border-line px-3 py-2 text-xs font-semibold text-muted"
+              className={`grid ${COLUMNS} gap-2 border-b border-line px-3 py-2 text-xs font-semibold text-muted`}
             >
               {[
                 "Status",
@@ -418,6 +451,7 @@ export function Events() {
                     style={{ height: item.size, transform: `translateY(${item.start}px)` }}
                   >
                     <Row event={rows[item.index]} selected={item.index === selectedIndex} />
+                    <CopyRequestId event={rows[item.index]} />
                   </li>
                 ))}
               </ul>

@@ -1,20 +1,39 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "@tanstack/react-router";
 import { overviewQuery } from "../api/queries";
+import type { WebhookOverview } from "../api/types";
 import { Empty, ErrorText, Loading, Sparkline, StatusBadge, Time } from "../components/ui";
 import { ago, percent } from "../lib/format";
 
 type Figure = {
-  key: "received" | "delivered" | "failed" | "rejected";
   label: string;
-  status?: "success" | "failed";
+  value: (hook: WebhookOverview) => number;
+  status?: "success" | "failed" | "pending";
   says: string;
 };
+// Received, delivered, failed and rejected are the stats' counters; pending is counted from
+// the stored events (the stats count deliveries when they end, not the events still waiting).
 const FIGURES: Figure[] = [
-  { key: "received", label: "Received", says: "events received" },
-  { key: "delivered", label: "Delivered", status: "success", says: "deliveries succeeded" },
-  { key: "failed", label: "Failed", status: "failed", says: "deliveries failed" },
-  { key: "rejected", label: "Rejected", status: "failed", says: "events rejected (signature)" },
+  { label: "Received", value: (h) => h.stats_24h.received, says: "events received" },
+  {
+    label: "Delivered",
+    value: (h) => h.stats_24h.delivered,
+    status: "success",
+    says: "deliveries succeeded",
+  },
+  {
+    label: "Failed",
+    value: (h) => h.stats_24h.failed,
+    status: "failed",
+    says: "deliveries failed",
+  },
+  {
+    label: "Rejected",
+    value: (h) => h.stats_24h.rejected,
+    status: "failed",
+    says: "events rejected (signature)",
+  },
+  { label: "Pending", value: (h) => h.pending_24h, status: "pending", says: "events pending" },
 ];
 
 export function Overview() {
@@ -47,18 +66,18 @@ export function Overview() {
                     {hook.active ? "Active" : "Inactive"}
                   </span>
                 </div>
-                <dl className="grid grid-cols-4 gap-2 text-sm">
+                <dl className="grid grid-cols-5 gap-2 text-sm">
                   {FIGURES.map((figure) => (
-                    <div key={figure.key}>
+                    <div key={figure.label}>
                       <dt className="text-muted">{figure.label}</dt>
                       <dd>
                         <Link
                           to="/webhooks/$name/events"
                           params={{ name: hook.name }}
                           search={{ status: figure.status, since }}
-                          aria-label={`${hook.stats_24h[figure.key]} ${figure.says} for ${hook.name} in the last 24 hours`}
+                          aria-label={`${figure.value(hook)} ${figure.says} for ${hook.name} in the last 24 hours`}
                         >
-                          {hook.stats_24h[figure.key]}
+                          {figure.value(hook)}
                         </Link>
                       </dd>
                     </div>
