@@ -47,9 +47,7 @@ def _rss_and_fds(pid: int) -> tuple[int, int]:
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
 
 
-async def _scrape(
-    client: httpx.AsyncClient, process: ServiceProcess
-) -> tuple[int | None, float]:
+async def _scrape(client: httpx.AsyncClient, process: ServiceProcess) -> tuple[int | None, float]:
     """(asyncio tasks, consumer lag summed over partitions) from the process's ``/metrics``;
     tasks ``None`` when the scrape failed or lacked the gauge (``judge`` fails the process)."""
     tasks: int | None = None
