@@ -680,6 +680,40 @@ class TestPagedLayout:
         assert sum(s.total for s in from_books) == len(made) - 230
         assert await db[Collections.EVENT_BOOKS].count_documents({"webhook_id": webhook_id}) == 3
 
+    async def test_one_status_counts_skip_the_cut_pages_without_it(self, db: Database) -> None:
+        """``counts_from(..., only=PENDING)`` counts what the full count does for that status,
+        and does not read a page the bound cuts when its summary counts none pending."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow().replace(second=0, microsecond=0) - timedelta(hours=3)
+        made = [
+            create_event(
+                webhook_id=webhook_id, created_at=start + timedelta(seconds=30 * i),
+                forward_url="http://127.0.0.1:9/h" if i % 7 == 0 and i >= PAGE_SIZE else None,
+            )
+            for i in range(PAGE_SIZE * 3)
+        ]  # page 0: none pending; pages 1, 2: every 7th pending  # fmt: skip
+        await events.upsert_many(made)
+        summaries = await events.summaries(webhook_id=webhook_id)
+        read: list[int] = []
+        page_counts = events._page_counts
+
+        async def counted(summary: PageSummary, *bounds: datetime | None) -> dict[EventStatus, int]:
+            read.append(summary.page)
+            return await page_counts(summary, *bounds)
+
+        for cut_at in (made[50].created_at, made[150].created_at):  # cuts page 0, then page 1
+            since = cut_at.replace(second=0)
+            full = await events.counts_from(summaries, since)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(events, "_page_counts", counted)
+                read.clear()
+                only = await events.counts_from(summaries, since, only=EventStatus.PENDING)
+            assert only[EventStatus.PENDING] == full[EventStatus.PENDING]
+            expected = sum(1 for e in made if e.created_at >= since and e.forward_url)
+            assert only[EventStatus.PENDING] == expected
+            assert read == ([] if cut_at == made[50].created_at else [1])
+
     async def test_whole_minute_bounds_count_from_the_minutes(self, db: Database) -> None:
         """A page a bound cuts is counted from its per-minute counts when the bound falls on a
         whole minute (its heads are not read), and from its heads otherwise: the same counts."""
