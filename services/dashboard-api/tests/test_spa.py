@@ -71,7 +71,11 @@ class TestMountSpa:
             unknown = await client.get("/api/v1/no/such/route")
             bare = await client.get("/api")
             posted = await client.post("/webhooks")
+            head_known = await client.head("/api/v1/known")
+            head_unknown = await client.head("/api/v1/no/such/route")
         assert known.json() == {"ok": "yes"}
+        assert (head_known.status_code, head_known.headers["allow"]) == (405, "GET")
+        assert head_unknown.status_code == 404
         assert unknown.status_code == bare.status_code == 404
         assert unknown.json()["error"] == "Not found"
         assert bare.headers["content-type"] == "application/json"

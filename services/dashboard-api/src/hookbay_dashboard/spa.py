@@ -5,7 +5,7 @@
   the build's root (``theme.js``) or else ``index.html`` with ``no-cache``, so deep links and
   reloads land in the app, which routes them (its own 404 page included);
 - unknown ``/api/...`` paths keep their JSON 404 (the API's routes match first; this catch-all
-  leaves them alone).
+  leaves them alone), and a HEAD on an API route gets the router's 405 with ``Allow``.
 
 Every answer carries the strict Content-Security-Policy below: the app loads nothing from
 another origin (no CDN, web font or telemetry) and runs no inline script.
@@ -61,10 +61,20 @@ def _is_spa_path(path: str) -> bool:
 
 
 def _not_the_spa(app: FastAPI, request: Request) -> Response:
-    """What the router would have answered without this catch-all: the redirect to the path
-    with (or without) a trailing slash when that one exists (``/metrics`` → ``/metrics/``),
-    else the JSON 404."""
+    """What the router would have answered without this catch-all: 405 with ``Allow`` when a
+    route has this path but not this method (a HEAD on an API GET route, which this catch-all
+    takes since it serves HEAD), the redirect to the path with (or without) a trailing slash
+    when that one exists (``/metrics`` → ``/metrics/``), else the JSON 404."""
     path = request.url.path
+    allowed = {
+        method
+        for route in app.router.routes
+        if getattr(route, "name", None) != "spa"
+        and route.matches(request.scope)[0] is Match.PARTIAL
+        for method in getattr(route, "methods", None) or ()
+    }
+    if allowed:
+        raise StarletteHTTPException(405, headers={"Allow": ", ".join(sorted(allowed))})
     other = path[:-1] if path.endswith("/") else path + "/"
     scope = {**request.scope, "path": other}
     for route in app.router.routes:
