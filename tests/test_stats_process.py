@@ -45,6 +45,13 @@ from tests.test_forwarder_process import (
 )
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
+pytestmark = pytest.mark.heavy
+"""Run alone, after the parallel run: beside other tests loading the shared broker (the forwarder's
+kill -9 tests), faust loses a fact now and then — 1 to 5 of 3,000 events missing in 3 of 4 runs
+on 2026-11-24 (suspected: a record re-fetched after a rebalance taken for already read, and faust's
+commit rule committing past the one-offset hole it leaves;
+README, "Delivery stats", known defect). The tests assert exact totals all the same."""
+
 LEAD = 200
 """Events the restart test's stream runs ahead of what has been counted."""
 MINUTE = timedelta(minutes=1)
