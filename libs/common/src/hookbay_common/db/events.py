@@ -485,10 +485,8 @@ class EventRepository:
         return seqs
 
     def _remember(self, event_id: str, webhook_id: str, page: int) -> None:
-        self._located[event_id] = (sys.intern(webhook_id), page)  # one string per webhook
-        self._located.move_to_end(event_id)
-        while len(self._located) > LOCATE_CACHE:
-            self._located.popitem(last=False)
+        # one string per webhook
+        _keep(self._located, event_id, (sys.intern(webhook_id), page), LOCATE_CACHE)
 
     async def locate(self, event_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
         """(webhook id, page) of each recorded event among ``event_ids``; one without a
@@ -859,7 +857,8 @@ class EventRepository:
                 books[mid] = await self._book(webhook_id, mid)
             pages = {p: s for p, s in books[mid].items() if low <= p <= top}
             if _settled(mid, low, top) and len(pages) == BOOK_PAGES:
-                self._remember_start(webhook_id, mid, min(s.first_at for s in pages.values()))
+                start = min(s.first_at for s in pages.values())
+                _keep(self._book_starts, (webhook_id, mid), start, BOOK_START_CACHE)
             earlier = [p for p, s in pages.items() if s.first_at < until]
             if earlier or not pages:  # a book without pages: empty pages, kept in the walk
                 found = max(
@@ -874,13 +873,6 @@ class EventRepository:
             earlier = [p for p, s in books[remembered].items() if s.first_at < until]
             found = max(earlier, default=found)
         return min(top, found + 1)  # one page of slack: arrival and created_at order may differ
-
-    def _remember_start(self, webhook_id: str, book: int, start: datetime) -> None:
-        key = (webhook_id, book)
-        self._book_starts[key] = start
-        self._book_starts.move_to_end(key)
-        if len(self._book_starts) > BOOK_START_CACHE:
-            self._book_starts.popitem(last=False)
 
     async def recent_for_webhook(
         self, webhook_id: str, since: datetime, limit: int | None = None
@@ -1134,6 +1126,14 @@ class EventRepository:
         await self._books.delete_many({"username": username})
         await self._counters.delete_many({"username": username})
         return result.deleted_count
+
+
+def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Put ``key`` in a least-recently-written cache of at most ``limit`` entries."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > limit:
+        cache.popitem(last=False)
 
 
 def _settled(book: int, low: int, top: int) -> bool:
