@@ -100,7 +100,8 @@ class TestServedBuild:
             asset = await client.get(f"/assets/{script}")
             api_404 = await client.get("/api/v1/does-not-exist")
             ready = await client.get("/readyz")
-            metrics = await client.get("/metrics", follow_redirects=True)
+            metrics = await client.get("/metrics")
+            metrics_post = await client.post("/metrics")
         assert page.status_code == 200
         assert page.headers["content-security-policy"] == CSP
         assert asset.headers["cache-control"] == IMMUTABLE
@@ -108,4 +109,7 @@ class TestServedBuild:
         assert api_404.status_code == 404
         assert api_404.json()["error"] == "Not found"
         assert ready.json()["ready"] is True
+        assert metrics.status_code == 200  # itself, not a redirect to /metrics/
         assert "hookbay_dashboard_requests_total" in metrics.text
+        assert metrics_post.status_code == 405
+        assert set(metrics_post.headers["allow"].split(", ")) == {"GET", "HEAD"}

@@ -346,7 +346,7 @@ class TestStream:
 
         async def streams_ended() -> float:
             async with dashboard.client() as client:
-                text = (await client.get("/metrics/")).text
+                text = (await client.get("/metrics")).text
             counts = [line for line in text.splitlines() if route in line and "_total" in line]
             return float(counts[0].rsplit(" ", 1)[1]) if counts else 0.0
 

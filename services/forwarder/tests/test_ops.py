@@ -8,12 +8,14 @@ from hookbay_common.metrics import new_registry
 from hookbay_forwarder.ops import create_ops_app
 
 
-async def get(healthy: bool, checks: dict[str, bool], path: str) -> httpx.Response:
+async def get(
+    healthy: bool, checks: dict[str, bool], path: str, method: str = "GET"
+) -> httpx.Response:
     app = create_ops_app(lambda: checks, new_registry(), lambda: healthy)
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://ops"
     ) as client:
-        return await client.get(path)
+        return await client.request(method, path)
 
 
 class TestOpsApp:
@@ -32,3 +34,12 @@ class TestOpsApp:
         not_ready = await get(True, {"kafka": True, "producer": False}, "/readyz")
         assert not_ready.status_code == 503
         assert not_ready.json()["producer"] is False
+
+    async def test_metrics_answers_get_and_refuses_other_methods(self) -> None:
+        """``/metrics`` itself, not a redirect to ``/metrics/``; a POST is a 405 with Allow."""
+        scrape = await get(True, {}, "/metrics")
+        assert scrape.status_code == 200
+        assert "process_cpu_seconds_total" in scrape.text
+        posted = await get(True, {}, "/metrics", "POST")
+        assert posted.status_code == 405
+        assert set(posted.headers["allow"].split(", ")) == {"GET", "HEAD"}

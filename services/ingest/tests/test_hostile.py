@@ -312,7 +312,7 @@ class TestClientDisconnect:
             async with httpx.AsyncClient(base_url=base) as client:
 
                 async def counted() -> bool:
-                    metrics = (await client.get("/metrics/")).text
+                    metrics = (await client.get("/metrics")).text
                     return "hookbay_ingest_client_disconnects_total 1.0" in metrics
 
                 await until(counted, timeout=10, what="the disconnect is counted")

@@ -267,7 +267,7 @@ class TestOperations:
         assert ready.json() == {"ready": True, "kafka": True, "config_view": True, "redis": True}
         user, hook = await stack.owner()
         await stack.post(user, hook)
-        text = (await stack.client.get("/metrics/")).text
+        text = (await stack.client.get("/metrics")).text
         for metric in (
             'hookbay_ingest_requests_total{code="200"}',
             "hookbay_ingest_request_duration_seconds_bucket",
@@ -276,6 +276,17 @@ class TestOperations:
             "hookbay_ingest_rate_limited_total",
         ):
             assert metric in text
+
+    async def test_metrics_answers_get_and_refuses_other_methods(self, stack: Stack) -> None:
+        """``/metrics`` itself, not a redirect to ``/metrics/``; another method gets the
+        documented JSON 405 with Allow."""
+        assert (await stack.client.get("/metrics")).status_code == 200
+        posted = await stack.client.post("/metrics", content=b"x")
+        assert posted.status_code == 405
+        assert set(posted.headers["allow"].split(", ")) == {"GET", "HEAD"}
+        assert posted.json()["error"]
+        old = await stack.client.get("/metrics/")  # the path the mount it replaced served
+        assert (old.status_code, old.headers["location"]) == (307, "http://ingest/metrics")
 
 
 class TestReplicas:

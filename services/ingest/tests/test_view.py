@@ -254,7 +254,7 @@ class TestReadiness:
         assert ready.json()["config_view"] is False
 
     async def test_view_metrics_are_exposed(self, stack: Stack) -> None:
-        text = (await stack.client.get("/metrics/")).text
+        text = (await stack.client.get("/metrics")).text
         for metric in (
             "hookbay_ingest_config_changes_applied_total",
             "hookbay_ingest_config_changelog_lag",

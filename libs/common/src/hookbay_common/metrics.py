@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Callable, Iterator
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from prometheus_client.asgi import make_asgi_app
@@ -49,9 +49,22 @@ def new_registry(*, process: bool = True) -> CollectorRegistry:
     return registry
 
 
-def asgi_app(registry: CollectorRegistry) -> object:
-    """An ASGI app serving ``registry`` in the Prometheus text format (mount at ``/metrics``)."""
-    return make_asgi_app(registry)
+class _MetricsApp:
+    """The Prometheus ASGI app as an object, so a Starlette ``Route`` passes it requests as an
+    ASGI app (it takes a plain function for a request handler)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._app = make_asgi_app(registry)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._app(scope, receive, send)
+
+
+def asgi_app(registry: CollectorRegistry) -> Callable[..., Any]:
+    """An ASGI app serving ``registry`` in the Prometheus text format, for a ``GET /metrics``
+    route (a route, not a mount: a mount answers ``/metrics`` with a redirect to ``/metrics/``,
+    whatever the method)."""
+    return _MetricsApp(registry)
 
 
 def serve(registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> None:

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
-from starlette.routing import Mount
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
 
@@ -227,7 +227,8 @@ def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> Fa
         ready = all(checks.values())
         return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
 
-    app.router.routes.append(Mount("/metrics", app=metrics.asgi_app(app_metrics.registry)))  # type: ignore[arg-type]
+    metrics_app = metrics.asgi_app(app_metrics.registry)
+    app.router.routes.append(Route("/metrics", metrics_app, methods=["GET"]))
     mount_spa(app)  # last: its catch-all answers only what no route above did
     app.add_middleware(_RequestContext, metrics=app_metrics)
     return app

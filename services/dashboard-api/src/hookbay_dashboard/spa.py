@@ -64,7 +64,7 @@ def _not_the_spa(app: FastAPI, request: Request) -> Response:
     """What the router would have answered without this catch-all: 405 with ``Allow`` when a
     route has this path but not this method (a HEAD on an API GET route, which this catch-all
     takes since it serves HEAD), the redirect to the path with (or without) a trailing slash
-    when that one exists (``/metrics`` → ``/metrics/``), else the JSON 404."""
+    when that one exists (``/api/v1/webhooks/`` → ``/api/v1/webhooks``), else the JSON 404."""
     path = request.url.path
     allowed = {
         method

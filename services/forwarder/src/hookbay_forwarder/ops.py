@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 
 from hookbay_common.metrics import asgi_app
 
@@ -38,7 +38,7 @@ def create_ops_app(
         routes=[
             Route("/healthz", healthz),
             Route("/readyz", readyz),
-            Mount("/metrics", app=asgi_app(registry)),  # type: ignore[arg-type]
+            Route("/metrics", asgi_app(registry), methods=["GET"]),
         ]
     )
 

@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, request_response
+from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
 
@@ -364,5 +364,5 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
         return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
 
     app.add_middleware(_FastPath, handler=ingest.receive)  # every method: the 405 is ours
-    app.router.routes.append(Mount("/metrics", app=asgi_app(ingest.metrics.registry)))  # type: ignore[arg-type]
+    app.router.routes.append(Route("/metrics", asgi_app(ingest.metrics.registry), methods=["GET"]))
     return app
