@@ -1,4 +1,5 @@
-"""Helpers for tests that run the forwarder or the recorder in the test's own process."""
+"""Helpers for tests that run the forwarder, the recorder or the stats processor in the test's
+own process."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.settings import Settings
 from hookbay_forwarder.app import Forwarder, Recorder
 from hookbay_forwarder.settings import ForwarderSettings
+from hookbay_forwarder.stats import StatsProcessor
 from tests.support.factories import unique_name
 
 
@@ -30,7 +32,9 @@ def forwarder_settings(settings: Settings, **overrides: Any) -> ForwarderSetting
 
 
 @contextlib.asynccontextmanager
-async def running(process: Forwarder | Recorder) -> AsyncIterator[asyncio.Task[int]]:
+async def running(
+    process: Forwarder | Recorder | StatsProcessor,
+) -> AsyncIterator[asyncio.Task[int]]:
     await process.start()
     task = asyncio.create_task(process.run())
     try:
