@@ -96,6 +96,13 @@ class TestClientDisconnect:
     async def test_hang_up_mid_body_is_logged_at_info_without_a_trace(
         self, served: ServiceProcess, token: str
     ) -> None:
+        """Counted from before the hang-up: the process is the module's, and a malformed body
+        of another test can end the same way (a chunk the parser refuses mid-body)."""
+
+        def disconnects() -> list[object]:
+            return [e["level"] for e in log_lines(served) if e["event"] == "client_disconnected"]
+
+        before = len(disconnects())
         host, port = served.base.removeprefix("http://").split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(
@@ -105,9 +112,8 @@ class TestClientDisconnect:
         await writer.drain()
         writer.close()  # 97 bytes short: the route's first dependency is reading the body
         await reader.read()
-        await until(lambda: "client_disconnected" in served.log_events(), timeout=10)
+        await until(lambda: len(disconnects()) > before, timeout=10)
 
-        lines = log_lines(served)
-        assert [e["level"] for e in lines if e["event"] == "client_disconnected"] == ["info"]
+        assert set(disconnects()) == {"info"}
         assert "request_crashed" not in served.log_events()
         assert "Traceback" not in served.log()
