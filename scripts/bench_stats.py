@@ -166,7 +166,9 @@ def throughput(env: dict[str, str], count: int) -> dict[str, Any]:
                 raise RuntimeError(f"the stats process exited ({proc.returncode})")
             time.sleep(0.25)
         rss = _rss_mb(proc.pid)
-        late = scrape(port).get("hookbay_stats_late_records_total", 0.0)
+        final = scrape(port)
+        late = final.get("hookbay_stats_late_records_total", 0.0)
+        reseeks = final.get("hookbay_stats_reseeks_total", 0.0)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -180,6 +182,7 @@ def throughput(env: dict[str, str], count: int) -> dict[str, Any]:
         "rate": total / done_at if done_at else 0.0,
         "first": next(t for t, r in samples if r > 0),
         "late": late,
+        "reseeks": reseeks,
         "done": done_at if done_at is not None else float("nan"),
         "rss": rss,
     }
@@ -326,7 +329,8 @@ def main() -> int:
         f"into facts at {t['facts_rate']:,.0f}/s; first record read {t['first']:.1f} s after "
         f"start; RSS {t['rss']:.0f} MB",
         f"- totals in MongoDB equal what was sent: {'yes' if exact else 'NO'} ({t['counted']}); "
-        f"late records dropped: {t['late']:,.0f}",
+        f"late records dropped: {t['late']:,.0f}; partitions read again from a record faust "
+        f"lost (`hookbay_stats_reseeks_total`): {t['reseeks']:,.0f}",
         "",
         "| call (one webhook, 7 days of buckets, every minute active) | n | p50 ms | p99 ms |",
         "|---|---:|---:|---:|",

@@ -64,6 +64,7 @@ class Consumer:
         self._acked: dict[TP, list[int]] = defaultdict(list)
         self._acked_index: dict[TP, set[int]] = defaultdict(set)
         self.sought: list[dict[TP, int]] = []
+        self.asked: list[set[TP]] = []
         self.ends: dict[TP, int] = {}
 
     def assignment(self) -> set[TP]:
@@ -76,6 +77,7 @@ class Consumer:
         return 999  # faust's rule: acked offsets, whatever was handed over
 
     async def earliest_offsets(self, *tps: TP) -> dict[TP, int]:
+        self.asked.append(set(tps))
         return {tp: self.starts[tp] for tp in tps}
 
     async def seek_wait(self, offsets: dict[TP, int]) -> None:
@@ -157,8 +159,10 @@ class TestInOrder:
         consumer = Consumer({A: None, B: None}, {A: 0, B: 40})
         order = in_order(consumer, clock)
         await consumer.perform_seek()
+        assert consumer.asked == [{A, B}]  # at the seek, for every partition at once
         ready = await order.admit(records(A, 1, 2) + records(B, 40, 41))
         assert offsets(ready) == [40, 41]  # A's first record, 0, was lost
+        assert len(consumer.asked) == 1
         await order.mend()
         assert consumer.sought == [{A: 0}]
 
