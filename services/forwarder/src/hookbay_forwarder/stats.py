@@ -239,8 +239,9 @@ class InOrder:
             ]
             if not due:
                 return
+            again = [tp for tp in due if self.holes[tp] != -math.inf]  # sought before: gone?
             try:
-                starts = await self.consumer.earliest_offsets(*due)
+                starts = await self.consumer.earliest_offsets(*again) if again else {}
             except (KafkaError, OSError, TimeoutError) as exc:
                 log.warning("stats_seek_failed", error=type(exc).__name__)
                 return
