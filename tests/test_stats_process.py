@@ -513,6 +513,56 @@ class TestRestarts:
             assert summed[w] == want, w
 
 
+class TestTwoReplicas:
+    async def test_partitions_moving_between_replicas_leave_the_totals_exact(
+        self, penv: dict[str, str], fs: ForwarderSettings, producer: AIOKafkaProducer,
+        stats: StatsRepository, tmp_path: Path,
+    ) -> None:  # fmt: skip
+        """Two processors in one group, as the Helm chart scales them: the second joins while
+        records keep coming (partitions move to it), then the first leaves with SIGTERM while
+        more come (they move back): every webhook's totals — every count, the latency
+        histogram, the answer classes, in hour and minute buckets — equal what was sent."""
+        owners = [unique_name("u") for _ in range(4)]
+        work = restart_workload({new_id(IdPrefix.WEBHOOK): owners[i % 4] for i in range(12)}, 1200)
+        records, expected = work.records, work.expected
+        span = (T0, T0 + timedelta(hours=1))
+
+        async def events_counted() -> int:
+            hours = [await total(stats, w, *span) for w in expected]
+            return sum(c.received + c.rejected for c in hours)
+
+        async def some_counted(more_than: int) -> bool:
+            return await events_counted() > more_than
+
+        async def fed(part: Sequence[Event | Attempt]) -> None:
+            for start in range(0, len(part), 100):
+                await send(producer, fs, part[start : start + 100])
+
+        third = len(records) // 3
+        await fed(records[:third])
+        async with service_process("stats", penv, tmp_path / "a.log") as a:
+            await until(partial(some_counted, 100), 60, what="first stats")
+            async with service_process("stats", penv, tmp_path / "b.log") as b:
+                await fed(records[third : 2 * third])  # while the group rebalances
+                await until(partial(holds_partitions, b, fs), 60, what="the second assigned")
+                a.terminate()
+                assert await a.wait() == 0
+                await fed(records[2 * third :])
+                await all_counted(fs, b)
+                hours = {w: await total(stats, w, *span) for w in expected}
+                summed = {w: await minutes_total(stats, w) for w in expected}
+        assert await events_counted() == 1200
+        for w, want in expected.items():
+            assert hours[w] == want, w
+            assert summed[w] == want, w
+
+
+async def holds_partitions(process: ServiceProcess, fs: ForwarderSettings) -> bool:
+    """The processor holds a partition of the facts topic (its lag gauge names it)."""
+    samples = parse_metrics((await process.get("/metrics")).text)
+    return has(samples, "hookbay_consumer_lag", topic=fs.topics.stats_facts)
+
+
 class LosingStats(StatsProcessor):
     """The processor with faust's fetcher losing chosen records once each, the way
     faust-streaming 0.15.3 loses one at a seek: handed over, its read offset passed, never in
