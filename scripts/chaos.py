@@ -52,6 +52,12 @@ def passed(figures: dict[str, Any]) -> bool:
     return bool(figures["verdict"]["ok"] and not figures["exited"] and self_check["exact"])
 
 
+def _stats(v: dict[str, Any]) -> str:
+    """The stats processor's count against the events on the topic (0: exact)."""
+    miscounted = v.get("stats_miscounted")
+    return "not checked" if miscounted is None else f"{miscounted:+d}" if miscounted else "0"
+
+
 def report(results: list[dict[str, Any]], command: str, rate: float) -> str:
     rows = []
     for f in results:
@@ -65,7 +71,7 @@ def report(results: list[dict[str, Any]], command: str, rate: float) -> str:
             f"| {f['scenario']} | {f['title']} | {v['sent']:,} | {v['accepted']:,} "
             f"| {v['unavailable']:,} | {other} | **{lost}** | {corrupt} | {not_final} "
             f"| {v['duplicate_deliveries']} | {v['stored_unacknowledged']} "
-            f"| {f['first_200_after_s']} | {f['caught_up_s']} | {f['drain_s']} | {crashed} "
+            f"| {_stats(v)} | {f['first_200_after_s']} | {f['caught_up_s']} | {f['drain_s']} | {crashed} "
             f"| {'pass' if passed(f) else '**FAIL**'} |"
         )
     lines = [
@@ -75,8 +81,9 @@ def report(results: list[dict[str, Any]], command: str, rate: float) -> str:
         "",
         "| scenario | fault | sent | accepted (200) | 503 + Retry-After | other answers | lost "
         "| corrupt | not final | duplicates delivered | stored, not acknowledged "
+        "| stats: counted minus on the topic "
         "| first 200 after the fault s | backlog delivered s | drain s | crashed | |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|",
         *rows, "",
     ]  # fmt: skip
     for f in results:
@@ -274,7 +281,8 @@ def soak_report(soaked: dict[str, Any], command: str) -> str:
         f"samples every 10 s, judged after a {soaked['warm_up_s']:.0f} s warm-up.",
         "",
         f"Sent {v['sent']:,}, accepted {v['accepted']:,}, lost **{lost}**, corrupt {corrupt}, "
-        f"duplicates delivered {v['duplicate_deliveries']}, other answers "
+        f"duplicates delivered {v['duplicate_deliveries']}, stats counted minus on the topic "
+        f"{_stats(v)}, other answers "
         f"{v['unexpected'] or 0}, crashed {', '.join(soaked['exited']) or 'none'}: "
         f"{'pass' if soaked['ok'] else '**FAIL**'}.",
         "",

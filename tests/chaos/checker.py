@@ -8,7 +8,10 @@ and the self-check of every ``make chaos`` run on its real data (``scenarios.sel
 - ``answers``: the load client's lines (``tests/support/load.py --mix``);
 - ``in_kafka``: request id → body SHA-256 of every event record on the events topic;
 - ``stored``: request id → (status, body SHA-256) of every event the store lists;
-- ``deliveries``: the destination's lines (``tests/chaos/destination.py``).
+- ``deliveries``: the destination's lines (``tests/chaos/destination.py``);
+- ``counted_by_stats`` (optional): the events the stats processor counted for the owners'
+  webhooks (received and rejected), which must equal the events on the topic: none lost, none
+  counted twice, whatever the fault did to its consumer group.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class Verdict:
     stored_unacknowledged: int = 0
     """Stored events whose request got no 200 (a 503 after a produce timeout may still have been
     written, README: allowed, counted)."""
+    stats_miscounted: int | None = None
+    """Events the stats processor counted minus the events on the topic (``None``: not looked
+    at)."""
     examples: list[str] = field(default_factory=list)
 
     @property
@@ -50,7 +56,7 @@ class Verdict:
         return not (
             self.unexpected or self.lost_in_kafka or self.corrupt_in_kafka or self.lost_in_store
             or self.corrupt_in_store or self.not_final or self.undelivered
-            or self.corrupt_deliveries
+            or self.corrupt_deliveries or self.stats_miscounted
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -63,6 +69,7 @@ def check(
     stored: Mapping[str, tuple[str, str]],
     deliveries: Iterable[Mapping[str, Any]],
     *,
+    counted_by_stats: int | None = None,
     examples: int = 10,
 ) -> Verdict:
     verdict = Verdict()
@@ -123,4 +130,8 @@ def check(
             example(f"{request_id} answered 200, never delivered")
     verdict.not_final = dict(not_final)
     verdict.stored_unacknowledged = sum(1 for request_id in stored if request_id not in expected)
+    if counted_by_stats is not None:
+        verdict.stats_miscounted = counted_by_stats - len(in_kafka)
+        if verdict.stats_miscounted:
+            example(f"the stats counted {counted_by_stats} events, {len(in_kafka)} on the topic")
     return verdict

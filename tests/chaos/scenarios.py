@@ -20,6 +20,9 @@ from tests.chaos.stack import Infra, Stack
 from tests.support.waiting import until
 
 DRAIN = 300.0
+STATS_WAIT = 60.0
+"""Seconds the stats processor may take, once everything is delivered and stored, to have
+counted every event on the topic."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,10 @@ async def run(
         stored = await stack.drained(DRAIN)
         drain = time.time() - stopped_at
         in_kafka = await stack.in_kafka()
-        verdict = check(stack.answers(), in_kafka, stored, stack.deliveries())
+        counted = await stack.counted_by_stats(len(in_kafka), STATS_WAIT)
+        verdict = check(
+            stack.answers(), in_kafka, stored, stack.deliveries(), counted_by_stats=counted
+        )
         figures: dict[str, Any] = {
             "scenario": scenario.name, "title": scenario.title,
             "fault_s": round(back_at - fault_at, 1), "first_200_after_s": round(first_200, 2),

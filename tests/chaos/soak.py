@@ -172,7 +172,11 @@ async def soak(
                 await asyncio.sleep(max(0.0, due - time.time()))  # the sampling period
         await stack.stop_load()
         stored = await stack.drained(300)
-        verdict = check(stack.answers(), await stack.in_kafka(), stored, stack.deliveries())
+        in_kafka = await stack.in_kafka()
+        counted = await stack.counted_by_stats(len(in_kafka), 60)
+        verdict = check(
+            stack.answers(), in_kafka, stored, stack.deliveries(), counted_by_stats=counted
+        )
         retried = sum(1 for d in stack.deliveries() if d["status"] == 503)
         (workdir / "soak" / "samples.jsonl").write_text(
             "".join(json.dumps(s) + "\n" for s in samples)

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ import httpx
 from pydantic import SecretStr
 from pymongo.errors import PyMongoError
 
-from hookbay_common.db import EventRepository, UserRepository, WebhookRepository
+from hookbay_common.clock import utcnow
+from hookbay_common.db import EventRepository, StatsRepository, UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.secrets_box import SecretBox
@@ -274,6 +276,26 @@ class Stack:
                     return stored
             await asyncio.sleep(1)
         return await self.stored()
+
+    async def counted_by_stats(self, on_topic: int, timeout: float) -> int:
+        """The events the stats processor counted for the owners' webhooks (received and
+        rejected, in hour buckets from two hours ago), once they reach ``on_topic`` or the
+        deadline passes (the checker then says by how much they differ)."""
+        stats = StatsRepository(self.db)
+        now = utcnow()
+        since, until = now - timedelta(hours=2), now + timedelta(hours=1)
+
+        async def counted() -> int:
+            total = 0
+            for target in self.targets:
+                hours = await stats.series(target.webhook_id, since, until, timedelta(hours=1))
+                total += sum(p.counts.received + p.counts.rejected for p in hours)
+            return total
+
+        deadline = time.monotonic() + timeout
+        while (n := await counted()) < on_topic and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        return n
 
     def exited(self) -> dict[str, int | None]:
         """The processes that ended without being told to (crashes)."""

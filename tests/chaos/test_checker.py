@@ -37,7 +37,7 @@ def test_a_clean_run_passes_with_nothing_counted() -> None:
         "sent": 0, "accepted": 0, "unavailable": 0, "unexpected": {}, "lost_in_kafka": 0,
         "corrupt_in_kafka": 0, "lost_in_store": 0, "corrupt_in_store": 0, "not_final": {},
         "undelivered": 0, "corrupt_deliveries": 0, "duplicate_deliveries": 0,
-        "stored_unacknowledged": 0, "examples": [], "ok": True,
+        "stored_unacknowledged": 0, "stats_miscounted": None, "examples": [], "ok": True,
     }  # fmt: skip
 
 
@@ -110,3 +110,15 @@ def test_each_kind_of_fault_alone_fails_the_run() -> None:
     # at-least-once: an exact duplicate and an unacknowledged stored event are counted, not failed
     assert planted(lambda a, k, s, d: d.append(dict(d[-1])))
     assert planted(lambda a, k, s, d: s.update(req_x=("success", "y")))
+
+
+def test_the_stats_must_count_every_event_on_the_topic_once() -> None:
+    answers, in_kafka, stored, deliveries = clean_run()
+    on_topic = len(in_kafka)
+    exact = check(answers, in_kafka, stored, deliveries, counted_by_stats=on_topic)
+    assert (exact.ok, exact.stats_miscounted) == (True, 0)
+    short = check(answers, in_kafka, stored, deliveries, counted_by_stats=on_topic - 2)
+    assert (short.ok, short.stats_miscounted) == (False, -2)
+    assert short.examples == [f"the stats counted {on_topic - 2} events, {on_topic} on the topic"]
+    twice = check(answers, in_kafka, stored, deliveries, counted_by_stats=on_topic + 1)
+    assert (twice.ok, twice.stats_miscounted) == (False, 1)
