@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -141,6 +142,9 @@ class TestGracefulShutdown:
                     client.post(f"/w/{username}/{name}", content=slow_body())
                 )
                 await first_chunk_sent.wait()
+                # sent is not received: SIGTERM must find the request in the app (a connection
+                # whose head uvicorn has not read yet is closed at once, measured under load)
+                await until(partial(request_in_flight, client), 10, what="the request in flight")
                 proc.send_signal(signal.SIGTERM)
                 port = int(base.rsplit(":", 1)[1])
                 async with asyncio.timeout(10):  # shutdown has begun: the listener is closed
@@ -245,3 +249,8 @@ class TestRedisOutage:
             if redis.poll() is None:
                 redis.kill()
                 redis.wait(timeout=10)
+
+
+async def request_in_flight(client: httpx.AsyncClient) -> bool:
+    metrics = (await client.get("/metrics")).text
+    return "hookbay_ingest_requests_in_flight 1.0" in metrics

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aiokafka.errors import KafkaConnectionError
 from faust.types import TP
 
 from hookbay_forwarder.settings import ForwarderSettings
@@ -65,6 +66,7 @@ class Consumer:
         self._acked_index: dict[TP, set[int]] = defaultdict(set)
         self.sought: list[dict[TP, int]] = []
         self.asked: list[set[TP]] = []
+        self.broker_away = False
         self.ends: dict[TP, int] = {}
 
     def assignment(self) -> set[TP]:
@@ -78,6 +80,8 @@ class Consumer:
 
     async def earliest_offsets(self, *tps: TP) -> dict[TP, int]:
         self.asked.append(set(tps))
+        if self.broker_away:
+            raise KafkaConnectionError()
         return {tp: self.starts[tp] for tp in tps}
 
     async def seek_wait(self, offsets: dict[TP, int]) -> None:
@@ -163,6 +167,21 @@ class TestInOrder:
         ready = await order.admit(records(A, 1, 2) + records(B, 40, 41))
         assert offsets(ready) == [40, 41]  # A's first record, 0, was lost
         assert len(consumer.asked) == 1
+        await order.mend()
+        assert consumer.sought == [{A: 0}]
+
+    async def test_log_starts_unknown_at_the_seek_are_asked_again(self, clock: Clock) -> None:
+        """The broker away when faust seeks: the records wait, and the next mend (every 2 s
+        at least) asks again; a record that came meanwhile is read again."""
+        consumer = Consumer({A: None}, {A: 0})
+        order = in_order(consumer, clock)
+        consumer.broker_away = True
+        await consumer.perform_seek()
+        assert offsets(await order.admit(records(A, 0, 1))) == []
+        consumer.broker_away = False
+        await order.mend()
+        assert order.next[A] == 0
+        assert offsets(await order.admit(records(A, 2))) == []  # 0 and 1 went by
         await order.mend()
         assert consumer.sought == [{A: 0}]
 

@@ -230,6 +230,7 @@ class InOrder:
     async def mend(self) -> None:
         """Seek partitions with a hole back to their next record (at most every
         ``RESEEK_AFTER`` seconds each)."""
+        await self._find_starts()  # if asking failed at the seek: records wait on it
         async with self._mending:
             now, assigned = self.clock(), self.consumer.assignment()
             due = [
@@ -247,7 +248,7 @@ class InOrder:
                 return
             for tp in due:
                 expected = self.next.get(tp)
-                if expected is None:
+                if expected is None or tp not in self.holes:  # mended while we asked
                     continue
                 if starts.get(tp, 0) > expected:  # deleted by the topic's retention meanwhile
                     expected = self.next[tp] = starts[tp]

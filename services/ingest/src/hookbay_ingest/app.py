@@ -18,6 +18,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaError
 from fastapi import FastAPI
+from prometheus_client import Gauge
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -281,16 +282,20 @@ class _FastPath:
     skipping Starlette's routing and exception layers (a quarter of the request's CPU time in the
     profile of docs/benchmarks.md); every other path and the lifespan go on to FastAPI."""
 
-    def __init__(self, app: ASGIApp, handler: Callable[[Request], Awaitable[Response]]) -> None:
+    def __init__(
+        self, app: ASGIApp, handler: Callable[[Request], Awaitable[Response]], in_flight: Gauge
+    ) -> None:
         self._app = app
         self._endpoint = request_response(handler)
+        self._in_flight = in_flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             parts = scope["path"].split("/")
             if len(parts) == 4 and parts[1] == "w":  # empty names are the endpoint's 400
                 scope["path_params"] = {"username": parts[2], "webhook_name": parts[3]}
-                await self._endpoint(scope, receive, send)
+                with self._in_flight.track_inprogress():
+                    await self._endpoint(scope, receive, send)
                 return
         await self._app(scope, receive, send)
 
@@ -363,6 +368,8 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
             checks["redis"] = await ingest.limiter.ping()
         return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
 
-    app.add_middleware(_FastPath, handler=ingest.receive)  # every method: the 405 is ours
+    app.add_middleware(  # every method: the 405 is ours
+        _FastPath, handler=ingest.receive, in_flight=ingest.metrics.in_flight
+    )
     app.router.routes.append(Route("/metrics", asgi_app(ingest.metrics.registry), methods=["GET"]))
     return app

@@ -29,6 +29,11 @@ class IngestMetrics:
             name("ingest_body_bytes"), "Size of accepted bodies.",
             buckets=SIZE_BUCKETS, registry=self.registry,
         )  # fmt: skip
+        self.in_flight = Gauge(
+            name("ingest_requests_in_flight"),
+            "Receiving requests being answered: their head read, their answer not yet sent.",
+            registry=self.registry,
+        )
         self.client_disconnects = Counter(
             name("ingest_client_disconnects_total"),
             "Requests whose client hung up before its body was read (nothing stored, no answer).",
