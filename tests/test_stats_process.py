@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import hmac
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -107,6 +107,18 @@ async def minutes_total(stats: StatsRepository, webhook_id: str) -> Counts:
     for point in await minutes(stats, webhook_id, T0, 5):
         counts.add(point.counts)
     return counts
+
+
+async def counted_events(stats: StatsRepository, webhooks: Iterable[str]) -> int:
+    """Events (received and rejected) counted in the webhooks' 10:00 hour buckets."""
+    hours = [await total(stats, w, T0, T0 + timedelta(hours=1)) for w in webhooks]
+    return sum(c.received + c.rejected for c in hours)
+
+
+async def counted_more_than(
+    stats: StatsRepository, webhooks: Iterable[str], more_than: int
+) -> bool:
+    return await counted_events(stats, webhooks) > more_than
 
 
 async def flushed_after(process: ServiceProcess) -> None:
@@ -470,13 +482,8 @@ class TestRestarts:
                         want.replays, *want.codes, *want.latency_histogram))  # fmt: skip
             assert 0 < want.latency_count < want.attempts  # a refused connection has none
         span = (T0, T0 + timedelta(hours=1))
-
-        async def events_counted() -> int:
-            hours = [await total(stats, w, *span) for w in expected]
-            return sum(c.received + c.rejected for c in hours)
-
-        async def some_counted(more_than: int) -> bool:
-            return await events_counted() > more_than
+        events_counted = partial(counted_events, stats, expected)
+        some_counted = partial(counted_more_than, stats, expected)
 
         async def feed() -> None:
             """Slices of 100 records, each once the processor has counted all but ``LEAD`` of
@@ -526,13 +533,8 @@ class TestTwoReplicas:
         work = restart_workload({new_id(IdPrefix.WEBHOOK): owners[i % 4] for i in range(12)}, 1200)
         records, expected = work.records, work.expected
         span = (T0, T0 + timedelta(hours=1))
-
-        async def events_counted() -> int:
-            hours = [await total(stats, w, *span) for w in expected]
-            return sum(c.received + c.rejected for c in hours)
-
-        async def some_counted(more_than: int) -> bool:
-            return await events_counted() > more_than
+        events_counted = partial(counted_events, stats, expected)
+        some_counted = partial(counted_more_than, stats, expected)
 
         async def fed(part: Sequence[Event | Attempt]) -> None:
             for start in range(0, len(part), 100):
