@@ -54,7 +54,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import time
 from collections import defaultdict
@@ -90,8 +89,6 @@ BATCH: Final = 2000
 BATCH_WITHIN: Final = 0.05
 CLOCK_KEY: Final = "~clock"
 OBSERVE_INTERVAL: Final = 2.0
-RESEEK_AFTER: Final = 1.0
-"""Seconds before a partition still missing a record is sought back again (``InOrder``)."""
 STALL_AFTER: Final = 10.0
 """Seconds a partition's next record may exist unread before it is sought (``InOrder.watch``)."""
 EXIT_OK: Final = 0
@@ -126,9 +123,9 @@ class InOrder:
 
     So, per source partition, ``next`` is the offset the agent takes next. A record below it
     was handed over already (skipped); a record above it means faust lost the ones between:
-    the partition is sought back to ``next`` (``mend``, again every ``RESEEK_AFTER`` seconds
-    while records keep arriving out of order, as the fetcher finishes batches it took before
-    the seek), and the records above are skipped until it arrives. Commits are ``next``: a
+    the partition is sought back to ``next`` (``mend``, every ``OBSERVE_INTERVAL`` while records
+    keep arriving out of order, as the fetcher finishes batches it took before the seek), and
+    the records above are skipped until it arrives. Commits are ``next``: a
     record is committed only once it and everything before it were handed over, whatever
     faust acknowledged.
     """
@@ -143,8 +140,10 @@ class InOrder:
         self.clock = clock
         self.next: dict[TP, int | None] = {}
         """Offset to hand over next; ``None``: nothing committed (the log start, asked for)."""
-        self.holes: dict[TP, float] = {}
-        """Partitions with records missing before ``next``'s successors: when last sought."""
+        self.holes: set[TP] = set()
+        """Partitions missing their next record while later ones came."""
+        self.sought: set[TP] = set()
+        """Partitions of ``holes`` sought back once already."""
         self.stall_after = STALL_AFTER
         self._still: dict[TP, tuple[int, float]] = {}
         self._mending = asyncio.Lock()
@@ -160,7 +159,7 @@ class InOrder:
             for tp in consumer.assignment():
                 if tp.topic in self.topics:
                     self.next[tp] = consumer._read_offset.get(tp)
-                    self.holes.pop(tp, None)
+                    self._mended(tp)
             await self._find_starts()
 
         def commit_offset(tp: TP) -> int | None:
@@ -186,12 +185,16 @@ class InOrder:
             if expected is None or offset < expected:
                 continue  # before the partition's seek, or handed over already
             if offset > expected:
-                self.holes.setdefault(tp, -math.inf)  # sought at the next mend
+                self.holes.add(tp)  # sought at the next mend
                 continue
             ready.append(event)
             self.next[tp] = offset + 1
-            self.holes.pop(tp, None)
+            self._mended(tp)
         return ready
+
+    def _mended(self, tp: TP) -> None:
+        self.holes.discard(tp)
+        self.sought.discard(tp)
 
     async def _find_starts(self) -> None:
         """The log start of every partition with nothing committed, asked for all at once
@@ -224,23 +227,18 @@ class InOrder:
             if before is None or before[0] != expected:
                 self._still[tp] = (expected, now)
             elif now - before[1] >= self.stall_after:
-                self.holes.setdefault(tp, -math.inf)
+                self.holes.add(tp)
                 self._still[tp] = (expected, now)
 
     async def mend(self) -> None:
-        """Seek partitions with a hole back to their next record (at most every
-        ``RESEEK_AFTER`` seconds each)."""
+        """Seek the partitions with a hole back to their next record; one sought before and
+        still missing it is first checked against its log start (records deleted by the
+        topic's retention are not waited for)."""
         await self._find_starts()  # if asking failed at the seek: records wait on it
         async with self._mending:
-            now, assigned = self.clock(), self.consumer.assignment()
-            due = [
-                tp
-                for tp, last in self.holes.items()
-                if now - last >= RESEEK_AFTER and tp in assigned and self.next.get(tp) is not None
-            ]
-            if not due:
-                return
-            again = [tp for tp in due if self.holes[tp] != -math.inf]  # sought before: gone?
+            assigned = self.consumer.assignment()
+            due = [tp for tp in self.holes if tp in assigned and self.next.get(tp) is not None]
+            again = [tp for tp in due if tp in self.sought]
             try:
                 starts = await self.consumer.earliest_offsets(*again) if again else {}
             except (KafkaError, OSError, TimeoutError) as exc:
@@ -250,9 +248,9 @@ class InOrder:
                 expected = self.next.get(tp)
                 if expected is None or tp not in self.holes:  # mended while we asked
                     continue
-                if starts.get(tp, 0) > expected:  # deleted by the topic's retention meanwhile
+                if starts.get(tp, 0) > expected:
                     expected = self.next[tp] = starts[tp]
-                self.holes[tp] = now
+                self.sought.add(tp)
                 log.warning(
                     "stats_partition_read_again",
                     topic=tp.topic,
@@ -666,14 +664,12 @@ class StatsProcessor:
             async for events in stream.take_events(BATCH, within=BATCH_WITHIN):
                 events = await order.admit(events)
                 self._guard(forward, events)
-                await order.mend()
 
         async def count(stream: Any) -> None:
             async for events in stream.take_events(BATCH, within=BATCH_WITHIN):
                 events = await order.admit(events)
                 batch = [(e.message.partition, e.message.value) for e in events]
                 self._guard(book.apply, batch)
-                await order.mend()
 
         app.agent(sources, name="facts")(to_facts)
         app.agent(facts, name="count")(count)
