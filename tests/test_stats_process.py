@@ -583,12 +583,10 @@ class LosingStats(StatsProcessor):
         deliver = consumer.callback
 
         async def losing(message: Any) -> None:
-            found = {(message.topic, p, message.offset) for p in (message.partition, None)}
-            if (
-                found & self.lose
-                and (message.topic, message.partition, message.offset) not in self.lost
-            ):
-                self.lost.add((message.topic, message.partition, message.offset))
+            key = (message.topic, message.partition, message.offset)
+            chosen = key in self.lose or (message.topic, None, message.offset) in self.lose
+            if chosen and key not in self.lost:
+                self.lost.add(key)
                 return
             await deliver(message)
 
