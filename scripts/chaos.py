@@ -205,8 +205,8 @@ def fuzz_report(fuzzed: dict[str, Any], command: str) -> str:
         FUZZ_BEGIN, "",
         f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `{command}`; {machine()}; "
         f"seed {fuzzed['seed']} (`--fuzz-seed {fuzzed['seed']}` generates the same inputs); "
-        f"ingest and the dashboard as real processes on the chaos servers, one surface after "
-        f"the other; {fuzzed['duration_s']:,.0f} s in all.",
+        f"ingest, the forwarder, a destination and the dashboard as real processes on the chaos "
+        f"servers, one surface after the other; {fuzzed['duration_s']:,.0f} s in all.",
         "",
         "| receiving endpoint (`fuzz_ingest`: raw HTTP/1.x, 16 connections at a time) | |",
         "|---|---|",
@@ -221,9 +221,14 @@ def fuzz_report(fuzzed: dict[str, Any], command: str) -> str:
         f"| requests unanswered, not allowed | {ingest['no_answer']['offending']} |",
         f"| 200s checked in Kafka (body SHA-256) / missing or other bytes "
         f"| {ingest['accepted']:,} / {len(ingest['missing_from_kafka'])} |",
-        f"| leaks: stack traces or secrets in answers and ingest's log | {leaks(ingest)} |",
-        f"| time (sending; the Kafka check besides) "
-        f"| {ingest['duration_s']:,.1f} s; {ingest['kafka_check_s']:,.1f} s |",
+        f"| 200s delivered to the destination (body SHA-256) / not delivered or other bytes "
+        f"| {ingest['accepted'] - len(ingest['not_delivered']):,} / "
+        f"{len(ingest['not_delivered'])} |",
+        f"| leaks: stack traces or secrets in answers, ingest's and the forwarder's logs "
+        f"| {leaks(ingest)} |",
+        f"| time (sending; the Kafka check; the delivery check) "
+        f"| {ingest['duration_s']:,.1f} s; {ingest['kafka_check_s']:,.1f} s; "
+        f"{ingest['delivery_check_s']:,.1f} s |",
         f"| | {verdict(ingest)} |",
         "",
         "| dashboard API (`fuzz_api`: schemathesis, and raw HTTP/1.x to its server) | |",
@@ -249,7 +254,7 @@ def fuzz_report(fuzzed: dict[str, Any], command: str) -> str:
     ]  # fmt: skip
     for name, s in (("ingest", ingest), ("api", api)):
         found = [f"{e.get('kind') or e.get('operation')}: {e['reason']}" for e in s["examples"]]
-        found += [*s["leaks"], *s.get("missing_from_kafka", [])]
+        found += [*s["leaks"], *s.get("missing_from_kafka", []), *s.get("not_delivered", [])]
         if found:
             lines.append(f"\n`{name}` findings (first {min(len(found), 10)}): " + "; ".join(
                 f.replace("|", "\\|") for f in found[:10]))  # fmt: skip

@@ -1,17 +1,18 @@
 """One fuzz run of issue 19 on real processes, the same for ``make test`` (``test_fuzz.py``: 300
 inputs a surface, seed 0) and ``make chaos`` (``scripts/chaos.py --fuzz N``, a seed a day).
 
-``fuzz_stack(env, db, logs)`` starts ``python -m hookbay_ingest`` and ``python -m
-hookbay_dashboard`` on the Kafka, MongoDB, Redis and topic namespace of ``env`` (their logs in
-``logs``), and makes what the fuzzers need: an owner whose webhooks ingest is fuzzed against
-(signed, unsigned, inactive; made through the API, so ingest hears of them on the change log),
+``fuzz_stack(env, db, logs)`` starts ``python -m hookbay_ingest``, ``python -m hookbay_dashboard``,
+the forwarder and the chaos suite's destination (``tests/chaos/destination.py``) on the Kafka,
+MongoDB, Redis and topic namespace of ``env`` (their logs in ``logs``), and makes what the fuzzers
+need: an owner whose webhooks ingest is fuzzed against (signed, unsigned, inactive, all forwarding
+to the destination; made through the API, so ingest hears of them on the change log),
 on a plan of its own whose rate no run reaches (``FUZZ_PLAN``), an admin owner the API is fuzzed
 as, with a webhook holding stored events and a dashboard session (its cookie and CSRF token are
 secrets to look for too).
 
 ``run_fuzzing(fs, n_ingest=, n_api=, seed=)`` runs ``fuzz_ingest`` and then ``fuzz_api`` (in a
-thread: it blocks), checks that every request ingest answered 200 is in Kafka with the body sent,
-scans every answer and every line of both processes' logs for stack traces and secrets, and
+thread: it blocks), checks that every request ingest answered 200 is in Kafka with the body sent
+and was delivered to the destination with that body (a 200 means delivered at least once), scans every answer and every line of both processes' logs for stack traces and secrets, and
 returns one report: a summary per surface (``ingest``, ``api``) and ``ok``.
 """
 
@@ -20,8 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib import resources
@@ -42,13 +46,17 @@ from tests.chaos.fuzz_api import fuzz_api
 from tests.chaos.fuzz_ingest import NO_ANSWER_ALLOWED, fuzz_ingest, missing_from_kafka
 from tests.chaos.leaks import scan, scan_logs
 from tests.support.factories import create_event, unique_name
+from tests.support.net import free_port
 from tests.support.processes import ServiceProcess, service_process
+from tests.support.waiting import until
 
 PASSWORD = "fuzz-owner-password-31f8"
 _FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1)
 FUZZ_ENV = {
     "HOOKBAY_COOKIE_SECURE": "false",  # the session cookie over plain HTTP
     "HOOKBAY_LOGIN_LIMIT_PER_ADDRESS": "100000",  # the fuzzer logs in from 127.0.0.1 at will
+    "HOOKBAY_ALLOW_PRIVATE_DESTINATIONS": "true",  # the destination listens on 127.0.0.1
+    "HOOKBAY_RETRY_SCHEDULE": "0,1s,2s,5s,10s",
 }
 """Set on top of the caller's environment (with a Redis key prefix and a plans file of the run's
 own)."""
@@ -59,10 +67,18 @@ and is judged on what it is (on the pro plan, 1,500 a minute, 4,550 of the 12,46
 10,000-input run were 429: the checks after the rate limit never saw those inputs)."""
 
 
+DELIVERY_TIMEOUT = 180.0
+"""How long after the fuzzing every accepted event may take to reach the destination (a 10,000-input
+run accepts ~5,500, some of them 4.5 MB)."""
+
+
 @dataclass
 class FuzzStack:
     ingest: ServiceProcess
     dashboard: ServiceProcess
+    forwarder: ServiceProcess
+    deliveries: Path
+    """The destination's log: a JSON line per request it was sent (``tests/chaos/destination.py``)."""
     settings: Settings
     targets: list[dict[str, str]]
     """The ingest owner's webhooks, as ``fuzz_ingest`` takes them."""
@@ -74,7 +90,7 @@ class FuzzStack:
 
     @property
     def logs(self) -> list[Path]:
-        return [self.ingest.log_path, self.dashboard.log_path]
+        return [self.ingest.log_path, self.dashboard.log_path, self.forwarder.log_path]
 
     def secrets(self) -> list[str]:
         """What no answer and no log line may hold: signing secrets, tokens, the secret key,
@@ -103,18 +119,52 @@ async def fuzz_stack(env: dict[str, str], db: Database, logs: Path) -> AsyncIter
     plans = load_plans(plans_file)
     ingest_owner, ingest_token = await _owner(db, plans, FUZZ_PLAN, admin=False)
     api_owner, api_token = await _owner(db, plans, "pro", admin=True)
+    deliveries = logs / "deliveries.jsonl"
     async with (
+        destination_process(deliveries, logs / "destination.log") as destination,
         service_process("ingest", penv, logs / "ingest.log") as ingest,
         service_process("dashboard", penv, logs / "dashboard.log") as dashboard,
+        service_process("forwarder", penv, logs / "forwarder.log") as forwarder,
     ):
         auth = {"Authorization": f"Bearer {ingest_token}"}
         async with httpx.AsyncClient(base_url=dashboard.base, headers=auth, timeout=30) as api:
-            targets = await _targets(api, ingest_owner)
+            targets = await _targets(api, ingest_owner, destination)
         auth = {"Authorization": f"Bearer {api_token}"}
         async with httpx.AsyncClient(base_url=dashboard.base, headers=auth, timeout=30) as api:
             await _seed_events(db, api, api_owner)
         session = await _session(dashboard.base, api_owner)
-        yield FuzzStack(ingest, dashboard, settings, targets, api_token, ingest_token, session)
+        yield FuzzStack(
+            ingest, dashboard, forwarder, deliveries, settings, targets, api_token, ingest_token,
+            session,
+        )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def destination_process(deliveries: Path, log: Path) -> AsyncIterator[str]:
+    """``tests/chaos/destination.py`` answering 200 on a free port, its requests written to
+    ``deliveries``; yields its URL and is terminated on exit."""
+    port = free_port()
+    with log.open("ab") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.chaos.destination", "--port", str(port),
+            "--log", str(deliveries), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    async def answers() -> bool:
+        try:
+            async with httpx.AsyncClient(timeout=2) as client:
+                return (await client.get(f"{url}/_chaos/mode")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        await until(answers, 30, interval=0.1, what="the destination listening")
+        yield url
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        await proc.wait()
 
 
 def _plans_file(source: str | None, path: Path) -> Path:
@@ -138,14 +188,15 @@ async def _owner(db: Database, plans: PlanBook, plan: str, *, admin: bool) -> tu
     return user.username, issued.token
 
 
-async def _targets(api: httpx.AsyncClient, username: str) -> list[dict[str, str]]:
+async def _targets(api: httpx.AsyncClient, username: str, destination: str) -> list[dict[str, str]]:
     """Webhooks made through the API (ingest hears of them on the change log): signed, unsigned,
-    inactive."""
+    inactive; each forwards to ``destination``."""
     targets = []
     for secret, active in [(f"fz-sig-{uuid.uuid4().hex}", True), (None, True),
                            (f"fz-off-{uuid.uuid4().hex}", False)]:  # fmt: skip
         name = unique_name("hook-")
-        created = await api.post("/api/v1/webhooks", json={"name": name, "secret": secret})
+        fields = {"name": name, "secret": secret, "forward_url": f"{destination}/{name}"}
+        created = await api.post("/api/v1/webhooks", json=fields)
         assert created.status_code == 201, created.text
         if not active:
             done = await api.post(f"/api/v1/webhooks/{name}/deactivate")
@@ -192,6 +243,9 @@ async def run_fuzzing(fs: FuzzStack, *, n_ingest: int, n_api: int, seed: int = 0
         fs.settings.kafka_bootstrap, fs.settings.topics.events, ingest["accepted"]
     )
     kafka_s = time.monotonic() - kafka_started
+    delivery_started = time.monotonic()
+    undelivered = await not_delivered(fs.deliveries, ingest["accepted"], DELIVERY_TIMEOUT)
+    delivery_s = time.monotonic() - delivery_started
     api_answers: list[tuple[str, str]] = []
     api = await asyncio.to_thread(
         fuzz_api, fs.dashboard.base, fs.api_token, n_api, seed, responses=api_answers
@@ -204,15 +258,22 @@ async def run_fuzzing(fs: FuzzStack, *, n_ingest: int, n_api: int, seed: int = 0
     api_leaks = api["leaks"] + scan(api_answers, fs.secrets())
     api_leaks += scan_logs([fs.dashboard.log_path], every_secret)
     surfaces = {
-        "ingest": _ingest_summary(ingest, len(ingest_answers), missing, ingest_leaks, kafka_s),
+        "ingest": {
+            **_ingest_summary(ingest, len(ingest_answers), missing, ingest_leaks, kafka_s),
+            "not_delivered": undelivered,
+            "delivery_check_s": round(delivery_s, 1),
+        },
         "api": _api_summary(api, len(api_answers), api_leaks),
     }
+    # the forwarder's log is scanned with ingest's: it carries what ingest accepted
+    surfaces["ingest"]["leaks"] += scan_logs([fs.forwarder.log_path], every_secret)
     for key, process in (("ingest", fs.ingest), ("api", fs.dashboard)):
         surfaces[key]["exited"] = process.proc.returncode if process.exited else None
         surfaces[key]["ok"] = bool(
             surfaces[key]["offending"] == 0
             and not surfaces[key]["leaks"]
             and not surfaces[key].get("missing_from_kafka")
+            and not surfaces[key].get("not_delivered")
             and not process.exited
         )
     return {
@@ -222,6 +283,41 @@ async def run_fuzzing(fs: FuzzStack, *, n_ingest: int, n_api: int, seed: int = 0
         "duration_s": round(time.monotonic() - started, 1),
         "ok": all(s["ok"] for s in surfaces.values()),
     }
+
+
+async def not_delivered(
+    deliveries: Path, accepted: list[dict[str, Any]], timeout: float
+) -> list[str]:
+    """Each accepted input that the destination has not been sent with a 200 answered within
+    ``timeout`` seconds, or was sent with another body than the input framed: one line per
+    problem (empty when every one arrived)."""
+    expected = {item["request_id"]: item for item in accepted}
+    delivered: dict[str, str] = {}
+    read = 0
+
+    def arrived() -> bool:
+        nonlocal read
+        with deliveries.open() as log:
+            log.seek(read)
+            for line in log:
+                if not line.endswith("\n"):
+                    break  # a line still being written: read it whole next time
+                read += len(line.encode())
+                request = json.loads(line)
+                if request["status"] == 200:
+                    delivered.setdefault(request["request_id"], request["sha256"])
+        return expected.keys() <= delivered.keys()
+
+    with contextlib.suppress(AssertionError):
+        await until(arrived, timeout, interval=0.5, what="every accepted event delivered")
+    problems = []
+    for request_id, item in expected.items():
+        where = f"{request_id} (input {item['index']}, {item['kind']})"
+        if request_id not in delivered:
+            problems.append(f"{where}: answered 200, not delivered within {timeout:g} s")
+        elif item["sha256"] is not None and delivered[request_id] != item["sha256"]:
+            problems.append(f"{where}: delivered with another body than the one sent")
+    return problems
 
 
 def _ingest_summary(
@@ -235,6 +331,7 @@ def _ingest_summary(
         "bad_success_bodies": report["bad_success_bodies"],
         "no_answer": {k: report["no_answer"][k] for k in ("allowed", "offending")},
         "accepted": len(report["accepted"]), "missing_from_kafka": missing,
+        "accepted_variants": dict(Counter(a["note"] for a in report["accepted"] if a["note"])),
         "kafka_check_s": round(kafka_s, 1), "leaks": leaks,
         "offending": report["offending"], "examples": report["examples"],
         "duration_s": report["duration_s"],

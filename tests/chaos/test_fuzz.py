@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hookbay_common.db import Database
-from tests.chaos.fuzzing import FuzzStack, fuzz_stack, run_fuzzing
+from tests.chaos.fuzzing import FuzzStack, fuzz_stack, not_delivered, run_fuzzing
 from tests.chaos.leaks import scan, scan_logs
 
 INGEST_INPUTS = 300
@@ -53,6 +53,11 @@ class TestFuzzing:
         assert ingest["accepted"] == ingest["by_status"]["200"]
         assert ingest["answers"] >= INGEST_INPUTS
         assert ingest["missing_from_kafka"] == []
+        assert ingest["not_delivered"] == []  # every 200 reached the destination, byte-exact
+        # among them: whitespace around values beside a value that is not UTF-8
+        assert ingest["accepted_variants"].get("ows_beside_latin1", 0) > 0, ingest[
+            "accepted_variants"
+        ]
         assert ingest["leaks"] == []  # in the answers and in ingest's log
         assert ingest["exited"] is None
         api = fuzzed["api"]
@@ -125,3 +130,47 @@ class TestLeakScan:
         assert findings[0].startswith("ingest.log:2: secret hbk...")
         assert findings[1].endswith("absent.log: no such log file")
         assert len(findings) == 2
+
+
+class TestDeliveryCheck:
+    """``not_delivered`` on a planted destination log: the checker behind "every 200 reached the
+    destination" finds what is missing, what failed and what arrived with other bytes."""
+
+    async def test_names_the_missing_the_failed_and_the_altered(self, tmp_path: Path) -> None:
+        log = tmp_path / "deliveries.jsonl"
+        lines = [
+            {"request_id": "req_a", "status": 200, "sha256": "aa"},
+            {"request_id": "req_b", "status": 503, "sha256": "bb"},
+            {"request_id": "req_c", "status": 200, "sha256": "xx"},
+            {"request_id": "req_d", "status": 200, "sha256": "dd"},
+        ]
+        log.write_text(
+            "".join(json.dumps(line) + "\n" for line in lines) + '{"request_id": "req_e"'
+        )
+        accepted = [
+            {"request_id": rid, "index": n, "kind": "valid", "sha256": sha}
+            for n, (rid, sha) in enumerate(
+                [
+                    ("req_a", "aa"),
+                    ("req_b", "bb"),
+                    ("req_c", "cc"),
+                    ("req_d", None),
+                    ("req_e", "ee"),
+                ]
+            )
+        ]
+
+        problems = await not_delivered(log, accepted, timeout=0.2)
+
+        assert problems == [
+            "req_b (input 1, valid): answered 200, not delivered within 0.2 s",
+            "req_c (input 2, valid): delivered with another body than the one sent",
+            "req_e (input 4, valid): answered 200, not delivered within 0.2 s",
+        ]
+
+    async def test_nothing_when_every_one_arrived(self, tmp_path: Path) -> None:
+        log = tmp_path / "deliveries.jsonl"
+        log.write_text(json.dumps({"request_id": "req_a", "status": 200, "sha256": "aa"}) + "\n")
+        accepted = [{"request_id": "req_a", "index": 0, "kind": "valid", "sha256": "aa"}]
+
+        assert await not_delivered(log, accepted, timeout=5) == []
