@@ -314,7 +314,7 @@ class TestUnexpectedErrors:
         def broken(*args: object, **kwargs: object) -> None:
             raise RuntimeError("secret internal detail /etc/passwd")
 
-        monkeypatch.setattr(stack.ingest, "_capture", broken)
+        monkeypatch.setattr(stack.ingest.pipeline, "_capture", broken)
         response = await stack.post(user, hook)
         assert response.status_code == 500
         body = response.json()

@@ -1,16 +1,12 @@
-"""Turning an HTTP request into event fields: client address, signature check (headers are
-``hookbay_common.headers.join_headers``)."""
+"""Turning an HTTP request into event fields: the client's address (the signature check is
+``hookbay_ingest.verification``'s)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 from collections.abc import Sequence
 
 from hookbay_common.settings import IPNetwork
-
-SIGNATURE_HEADER = "x-service-signature"
 
 
 def client_ip(peer: str, forwarded_for: str | None, trusted: Sequence[IPNetwork]) -> str:
@@ -39,15 +35,3 @@ def _is_trusted(address: str, trusted: Sequence[IPNetwork]) -> bool:
     except ValueError:
         return False
     return any(ip in network for network in trusted)
-
-
-def signature_valid(body: bytes, secret: str, presented: str | None) -> bool:
-    """Hex HMAC-SHA256 of ``body`` keyed with ``secret``; ``sha256=`` prefix optional, any hex
-    case, surrounding whitespace ignored; constant-time comparison. A missing header is invalid."""
-    if presented is None:
-        return False
-    value = presented.strip()
-    if value[:7].lower() == "sha256=":
-        value = value[7:].strip()
-    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), value.lower().encode("ascii", "replace"))

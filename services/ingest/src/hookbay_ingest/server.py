@@ -4,7 +4,7 @@ closed gracefully, no protocol upgrade performed), bounding request heads as the
 
 - A request head larger than ``max_header_bytes`` + ``HEAD_SLACK_BYTES`` as received is refused
   with 431 while it arrives, so a client cannot make the server buffer an unbounded head; the
-  exact header limits are the app's (``Ingest._check_headers``). Only the head's own bytes
+  exact header limits are the app's (``ReceivePipeline._check_headers``). Only the head's own bytes
   count: a read that also holds earlier pipelined requests counts from where the head began
   (what the parser reported of it), every later read wholly.
 - A protocol upgrade (``Connection: upgrade``) reaches the app as a plain request, and the app
