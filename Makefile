@@ -95,6 +95,7 @@ lint: .venv/.synced $(WEB)/node_modules/.installed $(WEB)/openapi-gen/node_modul
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy
+	$(UV) run --frozen python scripts/check_links.py
 	cd $(WEB) && $(NPX) biome ci src && $(NPX) tsc --noEmit -p .
 	@mkdir -p .cache
 	@$(UV) run --frozen python scripts/openapi_spa.py .cache/openapi.json
