@@ -141,7 +141,7 @@ bench: install web
 	@$(INFRA) up
 	$(UV) run --frozen python scripts/bench.py
 
-# the chaos suite (issue 19): its own servers on their own ports (.cache/chaos-run), never the
+# the chaos suite: its own servers on their own ports (.cache/chaos-run), never the
 # `make run` or `make test` ones; ~60 min (scenarios ~15, fuzzing ~10, soak 30); figures in
 # docs/reliability.md. CHAOS_ARGS="--scenarios kafka-restart --soak-minutes 0 --fuzz 0" for one part.
 chaos: install
@@ -150,7 +150,7 @@ chaos: install
 clean: infra-down
 	rm -rf .venv .cache/run .cache/test-run .cache/chaos-run
 
-# --- deployables (issue 17): tools, images and engine state under .cache/ (deploy/check, deploy/docker)
+# --- deployables: tools, images and engine state under .cache/ (deploy/check, deploy/docker)
 deploy-check: .venv/.synced
 	@deploy/check/run.sh
 

@@ -1,4 +1,4 @@
-"""Configuration reaches every ingest replica (issue 13), end to end: two real ingest processes,
+"""Configuration reaches every ingest replica, end to end: two real ingest processes,
 the dashboard API on a real server, the CLI as a subprocess, the real Kafka, FerretDB and Redis.
 
 No waits on a clock: a new webhook must be answered 200 by both replicas on the very first

@@ -158,7 +158,7 @@ class TestEmbeddedStoreIndexes:
                     assert db.events.find_one(query) is not None
                     # Statistics reach the view asynchronously: PostgreSQL 15 defers an idle
                     # backend's flush by PGSTAT_IDLE_INTERVAL (10 s) when it flushed less than
-                    # 1 s before, so a 10 s deadline raced it (CI, session 8).
+                    # 1 s before, so a 10 s deadline raced it (seen in CI).
                     deadline = time.monotonic() + 30
                     while scans(index) == before:
                         assert time.monotonic() < deadline, f"{query} did not use the GIN index"

@@ -1,4 +1,4 @@
-"""Issue 14: the whole intake recovers from broker restarts by itself, under load.
+"""The whole intake recovers from broker restarts by itself, under load.
 
 Ingest, forwarder and recorder run as real processes against a private Kafka broker (and, in one
 scenario, a private FerretDB); a second process sends signed requests at ``RATE``/s round-robin

@@ -1,4 +1,4 @@
-"""The receiving endpoint, rule by rule (spec §4-§8, DESIGN.md §3), against real services."""
+"""The receiving endpoint, rule by rule (docs/owners/receiving.md), against real services."""
 
 from __future__ import annotations
 
