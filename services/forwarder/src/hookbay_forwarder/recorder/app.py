@@ -30,7 +30,7 @@ from hookbay_forwarder.recorder.consumer import RecorderLoop
 from hookbay_forwarder.recorder.handlers import RecorderHandlers
 from hookbay_forwarder.settings import ForwarderSettings
 
-log = get_logger("hookbay.forwarder")  # the service's logger for process start and stop
+log = get_logger("hookbay.forwarder")  # the service's process logger, as in the forwarder role
 
 STALL_WARNING = 30.0
 """Seconds without a commit, with records waiting, after which the recorder says where it is."""
