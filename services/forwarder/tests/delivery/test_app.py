@@ -13,7 +13,8 @@ from hookbay_common.clock import utcnow
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, Event
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_attempt, decode_event, encode_event, encode_task
-from hookbay_forwarder.app import EXIT_DEAD_LETTER_LIMIT, Forwarder
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.process import EXIT_DEAD_LETTER_LIMIT
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_event, unique_name
 from tests.support.forwarder import forwarder_namespace, running
