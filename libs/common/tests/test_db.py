@@ -24,6 +24,7 @@ from hookbay_common.db import (
     WebhookRepository,
     migrate,
 )
+from hookbay_common.db import events as events_package
 from hookbay_common.db.client import INDEXES
 from hookbay_common.db.events import (
     PAGE_SIZE,
@@ -56,6 +57,16 @@ from tests.support.factories import (
 )
 
 BOX = SecretBox(TEST_SECRET_KEY)
+
+
+class TestEventsPackage:
+    def test_the_public_names_resolve_from_the_package(self) -> None:
+        assert all(hasattr(events_package, name) for name in events_package.__all__)
+        assert (AttemptRepository, EventCursor, EventRepository) == (
+            events_package.AttemptRepository,
+            events_package.EventCursor,
+            events_package.EventRepository,
+        )
 
 
 class TestMigrate:

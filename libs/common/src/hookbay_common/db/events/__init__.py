@@ -9,8 +9,9 @@ Layout (docs/data-model.md has the full picture and the reasons, measured):
 - ``event_bodies`` holds the request headers and body, keyed by the event id, with the
   event's ``webhook_id`` and ``page``.
 - ``event_pages`` holds one summary per (webhook, page): how many events it holds by status
-  and the first and last ``created_at``; recounted from the heads whenever a write touches
-  the page, so it is exact and a write repeated after a crash leaves it right.
+  and the first and last ``created_at``; every write that touches the page adds its tally or
+  recounts the page from its heads, so it is exact and a write repeated after a crash leaves
+  it right.
 - ``event_books`` holds the summaries of ``BOOK_PAGES`` pages in one document.
 - ``event_counters`` holds each webhook's next ``seq`` and lowest live page.
 
