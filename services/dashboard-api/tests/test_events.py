@@ -472,7 +472,7 @@ class TestSearch:
         ]  # fmt: skip
         await dashboard.runtime.events.upsert_many(made)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("hookbay_common.db.events.MAX_SEARCH_PAGES", 1)
+            patch.setattr("hookbay_common.db.events.listing.MAX_SEARCH_PAGES", 1)
             first = await page(owner, hook.name, q="needle")
             assert (first["items"], first["next_cursor"] is not None) == ([], True)
             other = await owner.client.get(
