@@ -48,7 +48,8 @@ $(UV):
 	python3 -m venv .cache/tools
 	.cache/tools/bin/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
-.venv/.synced: $(UV) uv.lock pyproject.toml libs/common/pyproject.toml $(wildcard services/*/pyproject.toml)
+.venv/.synced: $(UV) uv.lock pyproject.toml libs/common/pyproject.toml $(wildcard services/*/pyproject.toml) \
+             tools/dev/pyproject.toml
 	$(UV) sync --frozen --all-packages --python 3.11 -q
 	@touch $@
 
@@ -144,7 +145,7 @@ bench: install web
 # `make run` or `make test` ones; ~60 min (scenarios ~15, fuzzing ~10, soak 30); figures in
 # docs/reliability.md. CHAOS_ARGS="--scenarios kafka-restart --soak-minutes 0 --fuzz 0" for one part.
 chaos: install
-	$(UV) run --frozen python scripts/chaos.py $(CHAOS_ARGS)
+	$(UV) run --frozen python -m scripts.chaos $(CHAOS_ARGS)
 
 clean: infra-down
 	rm -rf .venv .cache/run .cache/test-run .cache/chaos-run
