@@ -31,7 +31,7 @@ CHROMIUM := /usr/lib/chromium/chromium
 help:
 	@echo "make run        install everything, start the whole stack with demo data (Ctrl-C stops it)"
 	@echo "make test       install everything, start real Kafka/FerretDB/Redis, lint, run all tests"
-	@echo "make lint       ruff + mypy (strict) + biome + tsc + the OpenAPI client drift check"
+	@echo "make lint       ruff + mypy (strict) + import contracts + biome + tsc + the OpenAPI client drift check"
 	@echo "make web        build the dashboard SPA (cached: rebuilt only when its sources change)"
 	@echo "make api-client regenerate the SPA's typed API client from the API's OpenAPI"
 	@echo "make screenshots  every dashboard screen, light and dark, into docs/screenshots/"
@@ -96,6 +96,7 @@ lint: .venv/.synced $(WEB)/node_modules/.installed $(WEB)/openapi-gen/node_modul
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy
+	$(UV) run --frozen lint-imports --no-cache
 	cd $(WEB) && $(NPX) biome ci src && $(NPX) tsc --noEmit -p .
 	@mkdir -p .cache
 	@$(UV) run --frozen python scripts/openapi_spa.py .cache/openapi.json
