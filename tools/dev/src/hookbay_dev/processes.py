@@ -166,31 +166,43 @@ def launch(
     stdout: bool = True,
     cwd: Path = ROOT,
     die_with_parent: bool = False,
+    stderr_pipe: bool = False,
 ) -> ServiceProcess:
     """Start ``argv`` with exactly ``env`` in ``cwd``. Its stderr (and stdout unless ``stdout`` is
     False, when that is discarded) is appended to ``log_path``; ``None`` lets it inherit this
-    process's. ``die_with_parent``: the kernel sends it SIGTERM when this process dies, however
+    process's. ``stderr_pipe``: its stderr is a pipe instead (``proc.stderr``, for the caller to
+    read once it has exited; ``log_path`` then only takes stdout). ``die_with_parent``: the kernel sends it SIGTERM when this process dies, however
     it dies (for a script without threads: it runs between fork and exec)."""
     role = role or Path(argv[0]).name
     with contextlib.ExitStack() as files:
         log = files.enter_context(log_path.open("ab")) if log_path is not None else None
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=(log if stdout else subprocess.DEVNULL), stderr=log,
+            stdout=(log if stdout else subprocess.DEVNULL),
+            stderr=subprocess.PIPE if stderr_pipe else log,
             preexec_fn=_sigterm_with_parent if die_with_parent else None,
         )  # fmt: skip
     return ServiceProcess(role, proc, base, log_path or Path("/dev/stderr"))
 
 
 def launch_role(
-    role: str, env: dict[str, str], log_path: Path | None, port: int, *, stdout: bool = False
+    role: str,
+    env: dict[str, str],
+    log_path: Path | None,
+    port: int,
+    *,
+    stdout: bool = False,
+    stderr_pipe: bool = False,
 ) -> ServiceProcess:
     """The service ``role`` (see ``COMMANDS``) with ``env`` and its HTTP endpoints on
-    ``127.0.0.1:port``; its stdout discarded unless ``stdout``."""
+    ``127.0.0.1:port``; its stdout discarded unless ``stdout`` (``stderr_pipe``: see
+    ``launch``)."""
     port_variable, host_variable = LISTEN_VARIABLES[role]
     env = {**env, port_variable: str(port), host_variable: "127.0.0.1"}
     base = f"http://127.0.0.1:{port}"
-    return launch(COMMANDS[role], env, log_path, role=role, base=base, stdout=stdout)
+    return launch(
+        COMMANDS[role], env, log_path, role=role, base=base, stdout=stdout, stderr_pipe=stderr_pipe
+    )
 
 
 @contextlib.contextmanager
