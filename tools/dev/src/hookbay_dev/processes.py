@@ -182,6 +182,7 @@ def launch(
             stderr=subprocess.PIPE if stderr_pipe else log,
             preexec_fn=_sigterm_with_parent if die_with_parent else None,
         )  # fmt: skip
+    # inherited output has no file to read back: ``log()`` is then empty, errors say "/dev/stderr"
     return ServiceProcess(role, proc, base, log_path or Path("/dev/stderr"))
 
 
