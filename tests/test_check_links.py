@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.check_links import check, github_anchor, main
+from check_links import check, github_anchor, main
 
 
 def create_repo(tmp_path: Path, readme: str) -> Path:

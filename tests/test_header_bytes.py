@@ -216,7 +216,7 @@ class TestUndeliverableHeaders:
         async with running(Forwarder(settings_of(intake.penv))):
             answer = await intake.post(path, headers, body)
             assert answer.status == 200, answer.body
-            await until(lambda: destination.at(url), 30, what="the delivery")
+            await until(lambda: bool(destination.at(url)), 30, what="the delivery")
         [event] = await intake.probe.events(answer.json()["requestId"])
         [arrived] = destination.at(url)
         assert arrived.body == body

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -99,7 +100,7 @@ class TestEmbeddedStoreIndexes:
         from pymongo import MongoClient
 
         name = f"ginfu_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
-        with MongoClient(mongo_url.rsplit("/", 1)[0]) as client:
+        with MongoClient[dict[str, Any]](mongo_url.rsplit("/", 1)[0]) as client:
             try:
                 client[name].events.insert_one({"_id": "evt_1", "request_id": "req_1"})
                 (index,) = [i for i in psql(
@@ -118,7 +119,7 @@ class TestEmbeddedStoreIndexes:
         from pymongo import MongoClient
 
         name = f"gin_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
-        with MongoClient(mongo_url.rsplit("/", 1)[0]) as client:
+        with MongoClient[dict[str, Any]](mongo_url.rsplit("/", 1)[0]) as client:
             db = client[name]
             try:
                 db.events.insert_one({"_id": "evt_1", "request_id": "req_1"})

@@ -675,9 +675,9 @@ class TestLargeExport:
         hook = await hook_of(dashboard, owner)
         start = utcnow() - timedelta(days=1)
         expected: list[str] = []
-        for chunk in range(0, EXPORT_SIZE, 1000):
+        for first in range(0, EXPORT_SIZE, 1000):
             docs = []
-            for i in range(chunk, chunk + 1000):
+            for i in range(first, first + 1000):
                 event = create_event(
                     webhook_id=hook.id, webhook_name=hook.name, username=owner.username,
                     created_at=start + timedelta(milliseconds=i), request_headers={},

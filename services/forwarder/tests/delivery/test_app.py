@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import pytest
@@ -46,7 +46,7 @@ async def dead_letters(fwd_settings: ForwarderSettings) -> AsyncIterator[TopicRe
     await reader.stop()
 
 
-def chain_of(event: Event, count: int):  # type: ignore[no-untyped-def]
+def chain_of(event: Event, count: int) -> Callable[[list[Message[Attempt]]], bool]:
     """A condition: ``count`` attempts of ``event`` were read."""
     return lambda msgs: len(of(msgs, event)) >= count
 
