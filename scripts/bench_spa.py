@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The dashboard SPA's budgets (issue 16); writes its section of docs/benchmarks.md.
+"""The dashboard SPA's budgets; writes its section of docs/benchmarks.md.
 
 1. Bundle: from the build manifest (``make web``), the JavaScript and CSS the first page load
    needs (the entry chunk and its static imports; lazily loaded chunks excluded), gzip-compressed

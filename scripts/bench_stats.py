@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The stats processor and the stats API (issue 18): how many events and attempts per second the
+"""The stats processor and the stats API: how many events and attempts per second the
 processor counts, and how fast ``GET /webhooks/{name}/stats`` answers over 1 hour, 24 hours and
 7 days of stored buckets. Writes its section of docs/benchmarks.md.
 

@@ -144,7 +144,7 @@ async def main() -> int:
         command = " ".join(["python -m scripts.chaos", *sys.argv[1:]])
         if results:
             block = report(results, command, args.rate)
-            write_doc_block(DOC, BEGIN, END, "## Chaos suite (issue 19)", block)
+            write_doc_block(DOC, BEGIN, END, "## Chaos suite", block)
         if fuzzed is not None:
             block = fuzz_report(fuzzed, command)
             write_doc_block(DOC, FUZZ_BEGIN, FUZZ_END, "## Fuzzing", block)

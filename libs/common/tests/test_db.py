@@ -258,7 +258,7 @@ class TestEventRepository:
         assert base64.b64decode(doc["request_body"]) == b"\xff\x00"
 
     async def test_utf8_with_a_nul_is_stored_as_base64(self) -> None:
-        """Valid UTF-8, but the store refuses a NUL in text (issue 14)."""
+        """Valid UTF-8, but the store refuses a NUL in text."""
         doc = event_to_document(create_event(body=b"x\x00y"))
         assert doc["request_body_encoding"] == "base64"
         assert base64.b64decode(doc["request_body"]) == b"x\x00y"
