@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -31,8 +30,9 @@ from hookbay_common.clock import isoformat
 from hookbay_common.errors import ConfigurationError, HookbayError, LockHeld
 from hookbay_common.logs import configure_logging, get_logger
 from hookbay_common.plans import PlanBook, load_plans
+from hookbay_common.process import stop_on_signals
 from hookbay_retention.metrics import export, registry_for
-from hookbay_retention.service import run_once
+from hookbay_retention.service import RetentionReport, run_once
 from hookbay_retention.settings import RetentionSettings
 
 log = get_logger("hookbay.retention")
@@ -40,10 +40,14 @@ log = get_logger("hookbay.retention")
 
 async def _run(settings: RetentionSettings, plans: PlanBook, *, dry_run: bool) -> int:
     work = asyncio.create_task(run_once(settings, plans, dry_run=dry_run))
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # cancelled between two awaits: the lock is released on the way out (``run``'s finally)
-        loop.add_signal_handler(sig, work.cancel)
+    # cancelled between two awaits: the lock is released on the way out (``run``'s finally)
+    with stop_on_signals(work.cancel):
+        return await _finish(work, settings, dry_run=dry_run)
+
+
+async def _finish(
+    work: asyncio.Task[RetentionReport], settings: RetentionSettings, *, dry_run: bool
+) -> int:
     try:
         report = await work
     except asyncio.CancelledError:

@@ -32,14 +32,16 @@ def stop_on_signals(
     ends; then the signals' previous handling is back. ``request_stop`` must return at once
     (it asks for the stop; the process's own code carries it out)."""
     loop = asyncio.get_running_loop()
-    installed = list(signals)
-    for sig in installed:
+    previous = {sig: signal.getsignal(sig) for sig in signals}
+    for sig in previous:
         loop.add_signal_handler(sig, request_stop)
     try:
         yield
     finally:
-        for sig in installed:
+        for sig, handler in previous.items():
             loop.remove_signal_handler(sig)
+            if handler is not None:  # None: not set from Python; asyncio left the default
+                signal.signal(sig, handler)
 
 
 class OpsServer(uvicorn.Server):
