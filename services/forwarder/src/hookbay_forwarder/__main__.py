@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import uvloop
 from pydantic import ValidationError
 
-from hookbay_common.logs import configure_logging
+from hookbay_common.logs import InvalidLogFormat, configure_logging
 from hookbay_common.process import create_ops_app, serving, stop_on_signals
 from hookbay_forwarder.app import Forwarder, Process, Recorder
 from hookbay_forwarder.settings import ForwarderSettings
@@ -47,10 +47,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     role = args[0]
     try:
         settings = ForwarderSettings()  # type: ignore[call-arg]
-    except ValidationError as exc:
+        configure_logging(settings.log_level, service=role)
+    except (ValidationError, InvalidLogFormat) as exc:
         print(f"hookbay-{role}: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
-    configure_logging(settings.log_level, service=role)
     port = {
         "forwarder": settings.forwarder_metrics_port,
         "recorder": settings.recorder_metrics_port,

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from uvicorn.config import STARTUP_FAILURE
 
 from hookbay_common.errors import HookbayError
-from hookbay_common.logs import configure_logging, get_logger
+from hookbay_common.logs import InvalidLogFormat, configure_logging, get_logger
 from hookbay_common.process import DrainingServer
 from hookbay_ingest.app import Ingest, create_app
 from hookbay_ingest.server import protocol_for
@@ -36,7 +36,7 @@ def main() -> None:
         configure_logging(settings.log_level, service="ingest")
         app = create_app(settings)
         ingest: Ingest = app.state.ingest
-    except (ValidationError, HookbayError) as exc:
+    except (ValidationError, InvalidLogFormat, HookbayError) as exc:
         print(f"hookbay-ingest: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
     config = uvicorn.Config(
