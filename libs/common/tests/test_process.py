@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -33,9 +34,9 @@ async def request(app: Any, path: str, method: str = "GET") -> httpx.Response:
         return await client.request(method, path)
 
 
-def create_probes_app(probes: Probes, *, head: bool = True) -> Starlette:
+def create_probes_app(probes: Probes) -> Starlette:
     app = Starlette()
-    mount_probes(app, probes, new_registry(), head=head)
+    mount_probes(app, probes, new_registry())
     return app
 
 
@@ -121,13 +122,16 @@ class TestMountProbes:
         app = create_probes_app(Probes(fixed({"kafka": True})))
         assert (await request(app, "/healthz", "HEAD")).status_code == 200
 
-    async def test_get_only_probes(self) -> None:
-        app = create_probes_app(Probes(fixed({"kafka": True})), head=False)
-        assert (await request(app, "/healthz")).status_code == 200
+    async def test_in_a_fastapi_app_they_are_its_own_get_routes(self) -> None:
+        app = FastAPI()
+        mount_probes(app, Probes(fixed({"kafka": True})), new_registry())
+        assert (await request(app, "/healthz")).json() == {"status": "ok"}
+        assert (await request(app, "/readyz")).json() == {"ready": True, "kafka": True}
         for path in ("/healthz", "/readyz"):
             refused = await request(app, path, "HEAD")
             assert (refused.status_code, refused.headers["allow"]) == (405, "GET")
         assert (await request(app, "/metrics", "HEAD")).status_code == 200
+        assert (await request(app, "/openapi.json")).json()["paths"] == {}
 
 
 class TestStopOnSignals:

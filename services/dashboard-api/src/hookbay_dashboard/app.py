@@ -215,9 +215,7 @@ def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> Fa
     install_error_handlers(app)
     app.include_router(api_router())
 
-    # /healthz and /readyz answer GET only, as they always have here (HEAD: 405)
-    probes = Probes(runtime.checks, runtime.healthy)
-    mount_probes(app, probes, app_metrics.registry, head=False)
+    mount_probes(app, Probes(runtime.checks, runtime.healthy), app_metrics.registry)
     mount_spa(app)  # last: its catch-all answers only what no route above did
     app.add_middleware(_RequestContext, metrics=app_metrics)
     return app

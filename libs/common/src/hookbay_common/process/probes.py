@@ -69,24 +69,32 @@ class Probes:
         return JSONResponse({"ready": ready, **results}, status_code=200 if ready else 503)
 
 
-def probe_routes(
-    probes: Probes, registry: CollectorRegistry, *, head: bool = True
-) -> list[BaseRoute]:
-    """The three routes. ``head=False``: ``/healthz`` and ``/readyz`` answer GET only (405 to
-    HEAD), as a FastAPI app's own GET routes do, for an app whose probes always answered so."""
-    routes = [Route("/healthz", probes.healthz), Route("/readyz", probes.readyz)]
-    if not head:
-        for route in routes:
-            route.methods = {"GET"}
-    return [*routes, Route("/metrics", asgi_app(registry), methods=["GET"])]
+def probe_routes(probes: Probes, registry: CollectorRegistry) -> list[BaseRoute]:
+    """The three routes (each answering GET and HEAD), for a Starlette app."""
+    return [
+        Route("/healthz", probes.healthz),
+        Route("/readyz", probes.readyz),
+        _metrics_route(registry),
+    ]
 
 
-def mount_probes(
-    app: Starlette, probes: Probes, registry: CollectorRegistry, *, head: bool = True
-) -> None:
-    """Append the probe routes to ``app``'s routes (a FastAPI app included): after the routes
-    already there, before any added later (a catch-all mounted last still answers the rest)."""
-    app.router.routes.extend(probe_routes(probes, registry, head=head))
+def _metrics_route(registry: CollectorRegistry) -> Route:
+    return Route("/metrics", asgi_app(registry), methods=["GET"])
+
+
+def mount_probes(app: Starlette, probes: Probes, registry: CollectorRegistry) -> None:
+    """Append the probe routes to ``app``'s routes: after the routes already there, before any
+    added later (a catch-all mounted last still answers the rest). In a FastAPI app (one with
+    ``add_api_route``) ``/healthz`` and ``/readyz`` are its own GET routes, left out of its
+    OpenAPI document: HEAD is answered 405 as on its other GET routes, and middleware sees
+    them matched as FastAPI routes (``scope["route"]``), as it sees every other route."""
+    add_api_route = getattr(app, "add_api_route", None)
+    if add_api_route is None:
+        app.router.routes.extend(probe_routes(probes, registry))
+        return
+    for path, endpoint in (("/healthz", probes.healthz), ("/readyz", probes.readyz)):
+        add_api_route(path, endpoint, methods=["GET"], include_in_schema=False)
+    app.router.routes.append(_metrics_route(registry))
 
 
 def create_ops_app(
