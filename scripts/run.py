@@ -60,6 +60,8 @@ def environment() -> dict[str, str]:
     (the same values the ``hookbay`` command falls back on: ``hookbay_common.localenv``)."""
     env = dict(os.environ)
     env.update(local_defaults(ROOT, env, create_key=True))
+    if sys.stderr.isatty():  # the services log to this stderr: readable lines for a person
+        env.setdefault("HOOKBAY_LOG_FORMAT", "console")
     return env
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import json
 import logging
 from collections.abc import Iterator
@@ -7,7 +8,13 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from hookbay_common.logs import configure_logging, get_logger
+from hookbay_common.logs import InvalidLogFormat, choose_format, configure_logging, get_logger
+
+
+@pytest.fixture(autouse=True)
+def no_format_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The format follows the terminal unless a test sets ``HOOKBAY_LOG_FORMAT`` itself."""
+    monkeypatch.delenv("HOOKBAY_LOG_FORMAT", raising=False)
 
 
 @pytest.fixture(autouse=True)
@@ -51,3 +58,82 @@ class TestLogging:
         line = json.loads(capsys.readouterr().err.strip())
         assert line["event"] == "failed"
         assert "RuntimeError: kaput" in line["exception"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class TestChooseFormat:
+    def test_json_when_not_a_terminal(self) -> None:
+        assert choose_format({}, io.StringIO()) == "json"
+
+    def test_console_on_a_terminal(self) -> None:
+        assert choose_format({}, Terminal()) == "console"
+
+    def test_the_variable_overrides_the_terminal(self) -> None:
+        assert choose_format({"HOOKBAY_LOG_FORMAT": "json"}, Terminal()) == "json"
+        assert choose_format({"HOOKBAY_LOG_FORMAT": "console"}, io.StringIO()) == "console"
+        assert choose_format({"HOOKBAY_LOG_FORMAT": " Console "}, io.StringIO()) == "console"
+
+    def test_empty_is_unset(self) -> None:
+        assert choose_format({"HOOKBAY_LOG_FORMAT": ""}, Terminal()) == "console"
+
+    def test_an_unknown_format_is_refused(self) -> None:
+        with pytest.raises(InvalidLogFormat, match="HOOKBAY_LOG_FORMAT must be json or console"):
+            choose_format({"HOOKBAY_LOG_FORMAT": "yaml"}, io.StringIO())
+
+    def test_a_closed_stream_is_not_a_terminal(self) -> None:
+        stream = io.StringIO()
+        stream.close()
+        assert choose_format({}, stream) == "json"
+
+
+class TestConsoleFormat:
+    def test_readable_lines_with_the_context(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("HOOKBAY_LOG_FORMAT", "console")
+        configure_logging("INFO", service="test")
+        with structlog.contextvars.bound_contextvars(request_id="req_1"):
+            get_logger("hookbay.test").info("event_received", size=12)
+            logging.getLogger("thirdparty").warning("plain %s", "stdlib")
+        first, second = capsys.readouterr().err.splitlines()
+        assert "event_received" in first
+        assert "size=12" in first
+        assert "request_id=req_1" in first
+        assert "service=test" in first
+        assert "\x1b[" not in first  # no colours: stderr is not a terminal here
+        assert "plain stdlib" in second
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(first)
+
+    def test_exceptions_are_shown(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("HOOKBAY_LOG_FORMAT", "console")
+        configure_logging("INFO", service="test")
+        try:
+            raise RuntimeError("kaput")
+        except RuntimeError:
+            get_logger("hookbay.test").exception("failed")
+        err = capsys.readouterr().err
+        assert "failed" in err
+        assert "RuntimeError" in err
+        assert "kaput" in err
+
+    def test_json_unless_told_otherwise_off_a_terminal(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        configure_logging("INFO", service="test")
+        get_logger("hookbay.test").info("event_received")
+        assert json.loads(capsys.readouterr().err)["event"] == "event_received"
+
+    def test_an_explicit_format_wins_over_the_variable(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("HOOKBAY_LOG_FORMAT", "console")
+        configure_logging("INFO", service="test", log_format="json")
+        get_logger("hookbay.test").info("event_received")
+        assert json.loads(capsys.readouterr().err)["event"] == "event_received"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from hookbay_common.metrics import new_registry
-from hookbay_forwarder.ops import create_ops_app
+from hookbay_common.process import create_ops_app
 
 
 async def get(

@@ -2,67 +2,40 @@
 
 Services raise these (never ``HTTPException``); one handler per service renders ``body()``. The CLI
 prints ``message`` on one line. A 5xx means a bug or an unavailable dependency, never a client mistake.
+The HTTP-shaped base classes live in ``hookbay_common.httperrors`` (platform) and are re-exported
+here; this module adds the domain's errors.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from hookbay_common.clock import isoformat
-
-
-class HookbayError(Exception):
-    """Base class: ``status_code`` and ``error`` are per class, ``message`` and ``fields`` per case."""
-
-    status_code: ClassVar[int] = 500
-    error: ClassVar[str] = "Internal server error"
-
-    def __init__(self, message: str, **fields: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.fields = fields
-        self.headers: dict[str, str] = {}
-        """Response headers that belong to the error (``Retry-After``, ``Allow``)."""
-
-    def body(self) -> dict[str, Any]:
-        return {"error": self.error, "message": self.message, **self.fields}
-
-
-class InvalidRequest(HookbayError):
-    status_code = 400
-    error = "Invalid request"
-
-
-class Unauthorized(HookbayError):
-    status_code = 401
-    error = "Unauthorized"
-
-
-class Forbidden(HookbayError):
-    status_code = 403
-    error = "Forbidden"
-
-
-class NotFound(HookbayError):
-    status_code = 404
-    error = "Not found"
-
-
-class Conflict(HookbayError):
-    status_code = 409
-    error = "Conflict"
-
-
-class ServiceUnavailable(HookbayError):
-    status_code = 503
-    error = "Service unavailable"
-
-
-class ConfigurationError(HookbayError):
-    """Operator configuration (settings, plans file) is invalid; raised at start-up."""
-
-    error = "Configuration error"
+from hookbay_common.httperrors import (  # re-exported: the whole hierarchy is importable here
+    ConfigurationError as ConfigurationError,
+)
+from hookbay_common.httperrors import (
+    Conflict as Conflict,
+)
+from hookbay_common.httperrors import (
+    Forbidden as Forbidden,
+)
+from hookbay_common.httperrors import (
+    HookbayError as HookbayError,
+)
+from hookbay_common.httperrors import (
+    InvalidRequest as InvalidRequest,
+)
+from hookbay_common.httperrors import (
+    NotFound as NotFound,
+)
+from hookbay_common.httperrors import (
+    ServiceUnavailable as ServiceUnavailable,
+)
+from hookbay_common.httperrors import (
+    Unauthorized as Unauthorized,
+)
 
 
 class UserNotFound(NotFound):

@@ -31,7 +31,7 @@ import httptools
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from hookbay_common.errors import HookbayError, InvalidRequest
+from hookbay_common.httperrors import HookbayError, InvalidRequest
 from hookbay_common.logs import get_logger
 
 LINGER_SECONDS = 5.0

@@ -11,7 +11,7 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
-from hookbay_common.errors import InvalidRequest
+from hookbay_common.httperrors import InvalidRequest
 
 MAX_URL_LENGTH = 2048
 

@@ -13,7 +13,7 @@ import secrets
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from hookbay_common.errors import ConfigurationError
+from hookbay_common.httperrors import ConfigurationError
 
 TOKEN_PREFIX = "hbk_"  # noqa: S105 - a public prefix that makes leaked tokens greppable
 

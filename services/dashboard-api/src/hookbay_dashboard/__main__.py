@@ -15,7 +15,7 @@ import uvicorn
 from pydantic import ValidationError
 
 from hookbay_common.errors import HookbayError
-from hookbay_common.logs import configure_logging
+from hookbay_common.logs import InvalidLogFormat, configure_logging
 from hookbay_dashboard.app import create_app
 from hookbay_dashboard.server import DashboardHttpProtocol
 from hookbay_dashboard.settings import DashboardSettings
@@ -26,7 +26,7 @@ def main() -> None:
         settings = DashboardSettings()  # type: ignore[call-arg]
         configure_logging(settings.log_level, service="dashboard-api")
         app = create_app(settings)
-    except (ValidationError, HookbayError) as exc:
+    except (ValidationError, InvalidLogFormat, HookbayError) as exc:
         print(f"hookbay-dashboard: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
     uvicorn.run(

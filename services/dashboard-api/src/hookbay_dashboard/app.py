@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
-from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
 
@@ -25,6 +24,7 @@ from hookbay_common import metrics
 from hookbay_common.errors import HookbayError
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook, load_plans
+from hookbay_common.process import Probes, mount_probes
 from hookbay_dashboard.accounts.routes import router as accounts_router
 from hookbay_dashboard.auth.routes import router as auth_router
 from hookbay_dashboard.deps import refuse_unstorable_text
@@ -215,20 +215,7 @@ def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> Fa
     install_error_handlers(app)
     app.include_router(api_router())
 
-    @app.get("/healthz", include_in_schema=False)
-    async def healthz() -> Response:
-        if runtime.healthy():
-            return JSONResponse({"status": "ok"})
-        return JSONResponse({"status": "wedged"}, status_code=503)
-
-    @app.get("/readyz", include_in_schema=False)
-    async def readyz() -> Response:
-        checks = await runtime.checks()
-        ready = all(checks.values())
-        return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
-
-    metrics_app = metrics.asgi_app(app_metrics.registry)
-    app.router.routes.append(Route("/metrics", metrics_app, methods=["GET"]))
+    mount_probes(app, Probes(runtime.checks, runtime.healthy), app_metrics.registry)
     mount_spa(app)  # last: its catch-all answers only what no route above did
     app.add_middleware(_RequestContext, metrics=app_metrics)
     return app

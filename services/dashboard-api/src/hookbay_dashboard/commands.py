@@ -1,7 +1,8 @@
 """``hookbay user|token|webhook ...``: owner administration from the command line.
 
 Registered under the ``hookbay.commands`` entry-point group; the ``hookbay`` shell in
-``hookbay_common.cli`` loads them. Each command is a thin adapter over the services.
+``hookbay_common.cli`` loads them. Each command is a thin adapter over the services, built as the API builds
+them (``services_for``).
 """
 
 from __future__ import annotations
@@ -19,42 +20,24 @@ if TYPE_CHECKING:
 
     from hookbay_common.models import User, Webhook
     from hookbay_dashboard.accounts.service import AccountService, IssuedToken
+    from hookbay_dashboard.services import Services
     from hookbay_dashboard.webhooks.service import WebhookService
+
+
+def services_for(rt: Runtime) -> Services:
+    """The dashboard's services over the command's runtime: the same construction as the API's
+    (``hookbay_dashboard.services``)."""
+    from hookbay_dashboard.services import Services, Stores
+
+    return Services(Stores.open(rt.db, rt.box), rt.settings, rt.plans, config=rt.config)
 
 
 def accounts_for(rt: Runtime) -> AccountService:
-    from hookbay_common.db import (
-        AttemptRepository,
-        EventRepository,
-        SessionRepository,
-        StatsRepository,
-        TokenRepository,
-        UserRepository,
-        WebhookRepository,
-    )
-    from hookbay_dashboard.accounts.service import AccountService, OwnerData
-
-    owner_data = OwnerData(
-        WebhookRepository(rt.db, rt.box), EventRepository(rt.db), AttemptRepository(rt.db),
-        SessionRepository(rt.db), StatsRepository(rt.db),
-    )  # fmt: skip
-    return AccountService(
-        UserRepository(rt.db), TokenRepository(rt.db), rt.plans,
-        sessions=SessionRepository(rt.db), publisher=rt.config, owner_data=owner_data,
-    )  # fmt: skip
+    return services_for(rt).accounts()
 
 
 def webhooks_for(rt: Runtime) -> WebhookService:
-    from hookbay_common.db import StatsRepository, UserRepository, WebhookRepository
-    from hookbay_dashboard.webhooks.service import WebhookService
-
-    return WebhookService(
-        WebhookRepository(rt.db, rt.box),
-        UserRepository(rt.db),
-        allow_private=rt.settings.allow_private_destinations,
-        stats=StatsRepository(rt.db),
-        publisher=rt.config,
-    )
+    return services_for(rt).webhooks()
 
 
 def user_view(user: User) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Typed dependencies of the routes: the runtime, the caller, and the services.
+"""Typed dependencies of the routes: the runtime, the caller, and the services (built by
+``hookbay_dashboard.services``, as the ``hookbay`` commands build theirs).
 
 Authentication: an ``Authorization: Bearer <API token>`` header, or the ``hookbay_session``
 cookie set by ``POST /auth/login``. With the cookie, every state-changing request must also
@@ -15,9 +16,8 @@ from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBea
 
 from hookbay_common.errors import AdminRequired, CsrfRejected, NotAuthenticated
 from hookbay_common.names import check_storable
-from hookbay_dashboard.accounts.service import AccountService, OwnerData
+from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.auth.service import AuthService, Principal
-from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.service import EventService
 from hookbay_dashboard.replays.service import ReplayService
 from hookbay_dashboard.runtime import Runtime
@@ -83,12 +83,7 @@ SettingsDep = Annotated[DashboardSettings, Depends(get_settings)]
 
 
 def get_auth(runtime: RuntimeDep) -> AuthService:
-    s = runtime.settings
-    return AuthService(
-        runtime.users, runtime.tokens, runtime.sessions, runtime.limiter,
-        session_ttl=s.session_ttl, limit_per_user=s.login_limit_per_user,
-        limit_per_address=s.login_limit_per_address,
-    )  # fmt: skip
+    return runtime.services.auth(runtime.limiter, runtime.settings)
 
 
 AuthDep = Annotated[AuthService, Depends(get_auth)]
@@ -127,24 +122,14 @@ AdminUser = Annotated[Principal, Depends(require_admin)]
 
 
 def get_accounts(runtime: RuntimeDep) -> AccountService:
-    owner_data = OwnerData(
-        runtime.webhooks, runtime.events, runtime.attempts, runtime.sessions, runtime.stats
-    )
-    return AccountService(
-        runtime.users, runtime.tokens, runtime.plans, sessions=runtime.sessions,
-        publisher=runtime.config, owner_data=owner_data,
-    )  # fmt: skip
+    return runtime.services.accounts()
 
 
 AccountsDep = Annotated[AccountService, Depends(get_accounts)]
 
 
 def get_webhooks(runtime: RuntimeDep) -> WebhookService:
-    return WebhookService(
-        runtime.webhooks, runtime.users,
-        allow_private=runtime.settings.allow_private_destinations, publisher=runtime.config,
-        stats=runtime.stats,
-    )  # fmt: skip
+    return runtime.services.webhooks()
 
 
 WebhooksDep = Annotated[WebhookService, Depends(get_webhooks)]
@@ -158,27 +143,22 @@ TailDep = Annotated[TailService, Depends(get_tail)]
 
 
 def get_events(runtime: RuntimeDep) -> EventService:
-    return EventService(
-        runtime.events, runtime.attempts, runtime.webhooks,
-        cursor_key=cursor_key(runtime.settings.secret_key.get_secret_value()), stats=runtime.stats,
-    )  # fmt: skip
+    return runtime.services.events()
 
 
 EventsDep = Annotated[EventService, Depends(get_events)]
 
 
 def get_replays(runtime: RuntimeDep) -> ReplayService:
-    return ReplayService(
-        runtime.events, runtime.webhooks, runtime.replay_jobs, runtime.replay_runner.publisher,
-        runner=runtime.replay_runner,
-    )  # fmt: skip
+    runner = runtime.replay_runner
+    return runtime.services.replays(runner.publisher, runner=runner)
 
 
 ReplaysDep = Annotated[ReplayService, Depends(get_replays)]
 
 
 def get_stats(runtime: RuntimeDep) -> StatsService:
-    return StatsService(runtime.webhooks, runtime.stats)
+    return runtime.services.stats()
 
 
 StatsDep = Annotated[StatsService, Depends(get_stats)]

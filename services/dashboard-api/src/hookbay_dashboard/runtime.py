@@ -10,16 +10,6 @@ from pymongo import AsyncMongoClient
 from pymongo.errors import PyMongoError
 
 from hookbay_common.configlog import ConfigPublisher
-from hookbay_common.db import (
-    AttemptRepository,
-    EventRepository,
-    ReplayJobRepository,
-    SessionRepository,
-    StatsRepository,
-    TokenRepository,
-    UserRepository,
-    WebhookRepository,
-)
 from hookbay_common.db import client as db_client
 from hookbay_common.errors import ServiceUnavailable
 from hookbay_common.logs import get_logger
@@ -28,8 +18,8 @@ from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
+from hookbay_dashboard.services import Services, Stores
 from hookbay_dashboard.settings import DashboardSettings
-from hookbay_dashboard.tail.service import TailService
 
 log = get_logger("hookbay.dashboard")
 
@@ -64,24 +54,26 @@ class Runtime:
         self.mongo: AsyncMongoClient[dict[str, Any]] = db_client.connect(settings.mongo_url)
         self.db = db_client.database(self.mongo)
         await db_client.migrate(self.db)
-        self.users = UserRepository(self.db)
-        self.tokens = TokenRepository(self.db)
-        self.sessions = SessionRepository(self.db)
-        self.webhooks = WebhookRepository(self.db, self.box)
-        self.events = EventRepository(self.db)
-        self.attempts = AttemptRepository(self.db)
-        self.stats = StatsRepository(self.db)
-        self.tails = TailService(
-            self.webhooks, self.events, poll_interval=settings.tail_poll_interval,
-            registry=self.registry,
-        )  # fmt: skip
-        """The live-tail feeds of this replica, shared by every open tail."""
+        stores = Stores.open(self.db, self.box)
+        self.users = stores.users
+        self.tokens = stores.tokens
+        self.sessions = stores.sessions
+        self.webhooks = stores.webhooks
+        self.events = stores.events
+        self.attempts = stores.attempts
+        self.stats = stores.stats
+        self.replay_jobs = stores.replay_jobs
         self.limiter: RateLimiter = create_rate_limiter(
             settings.redis_url, key_prefix=settings.redis_key_prefix
         )
         await self.producer.start()  # connects in the background, replaces itself if wedged
         self.config = ConfigPublisher(self._send, settings.topics.config, self.box)
-        self.replay_jobs = ReplayJobRepository(self.db)
+        self.services = Services(stores, settings, self.plans, config=self.config)
+        """Every request's services (``deps``), built as the ``hookbay`` commands build theirs."""
+        self.tails = self.services.tails(
+            poll_interval=settings.tail_poll_interval, registry=self.registry
+        )
+        """The live-tail feeds of this replica, shared by every open tail."""
         self.replay_runner = ReplayJobRunner(
             self.replay_jobs, self.webhooks, ReplayPublisher(self.require_kafka, settings.topics),
             poll_interval=settings.replay_poll_interval, lease=settings.replay_lease,

@@ -7,18 +7,16 @@ dead-letter limit tripped; exit 1: a consumer failed; exit 2: invalid configurat
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import signal
 import sys
 from collections.abc import Callable, Sequence
 
 import uvloop
 from pydantic import ValidationError
 
-from hookbay_common.logs import configure_logging
+from hookbay_common.logs import InvalidLogFormat, configure_logging
+from hookbay_common.process import create_ops_app, serving, stop_on_signals
 from hookbay_forwarder.delivery import Forwarder
-from hookbay_forwarder.ops import create_ops_app, create_ops_server
 from hookbay_forwarder.process import Process
 from hookbay_forwarder.recorder import Recorder
 from hookbay_forwarder.settings import ForwarderSettings
@@ -33,20 +31,14 @@ ROLES: dict[str, Callable[[ForwarderSettings], Process]] = {
 
 async def serve(make: Callable[[], Process], host: str, port: int) -> int:
     process = make()  # inside the loop: the Kafka clients bind to the running loop
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, process.request_stop)
     ops_app = create_ops_app(process.checks, process.metrics.registry, process.healthy)
-    ops = create_ops_server(ops_app, host, port)
-    ops_task = asyncio.create_task(ops.serve())
-    try:
-        await process.start()
-        status = await process.run()
-    finally:
-        await process.stop()
-        ops.should_exit = True
-        await ops_task
-    return status
+    with stop_on_signals(process.request_stop):
+        async with serving(ops_app, host, port):  # probes answer until the stop is complete
+            try:
+                await process.start()
+                return await process.run()
+            finally:
+                await process.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -57,10 +49,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     role = args[0]
     try:
         settings = ForwarderSettings()  # type: ignore[call-arg]
-    except ValidationError as exc:
+        configure_logging(settings.log_level, service=role)
+    except (ValidationError, InvalidLogFormat) as exc:
         print(f"hookbay-{role}: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
-    configure_logging(settings.log_level, service=role)
     port = {
         "forwarder": settings.forwarder_metrics_port,
         "recorder": settings.recorder_metrics_port,

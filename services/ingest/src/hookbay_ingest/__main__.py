@@ -14,46 +14,20 @@ JSON error shape, bounding request heads); no protocol upgrade is ever performed
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
-import time
-from types import FrameType
 
 import uvicorn
 from pydantic import ValidationError
 from uvicorn.config import STARTUP_FAILURE
 
 from hookbay_common.errors import HookbayError
-from hookbay_common.logs import configure_logging, get_logger
+from hookbay_common.logs import InvalidLogFormat, configure_logging, get_logger
+from hookbay_common.process import DrainingServer
 from hookbay_ingest.app import Ingest, create_app
 from hookbay_ingest.server import protocol_for
 from hookbay_ingest.settings import IngestSettings
 
 log = get_logger("hookbay.ingest")
-
-
-class _DrainingServer(uvicorn.Server):
-    """uvicorn's server, with the drain delay before its graceful shutdown on SIGTERM."""
-
-    def __init__(self, config: uvicorn.Config, ingest: Ingest, delay: float) -> None:
-        super().__init__(config)
-        self._ingest = ingest
-        self._delay = delay
-        self._drain_until: float | None = None  # monotonic time the delay ends
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if sig != signal.SIGTERM or self._ingest.draining or self._delay <= 0:
-            super().handle_exit(sig, frame)
-            return
-        self._ingest.draining = True
-        self._captured_signals.append(sig)  # re-raised after the shutdown, as uvicorn does
-        log.info("ingest_draining", seconds=self._delay)
-        self._drain_until = time.monotonic() + self._delay
-
-    async def on_tick(self, counter: int) -> bool:  # uvicorn's main loop, every 0.1 s
-        if self._drain_until is not None and time.monotonic() >= self._drain_until:
-            self.should_exit = True
-        return await super().on_tick(counter)
 
 
 def main() -> None:
@@ -62,7 +36,7 @@ def main() -> None:
         configure_logging(settings.log_level, service="ingest")
         app = create_app(settings)
         ingest: Ingest = app.state.ingest
-    except (ValidationError, HookbayError) as exc:
+    except (ValidationError, InvalidLogFormat, HookbayError) as exc:
         print(f"hookbay-ingest: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
     config = uvicorn.Config(
@@ -77,7 +51,12 @@ def main() -> None:
         timeout_graceful_shutdown=30,
         timeout_keep_alive=int(settings.keepalive_timeout),
     )
-    server = _DrainingServer(config, ingest, settings.drain_delay)
+
+    def drain() -> None:
+        ingest.draining = True
+        log.info("ingest_draining", seconds=settings.drain_delay)
+
+    server = DrainingServer(config, settings.drain_delay, drain)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
     if not server.started:

@@ -19,14 +19,13 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import Response
 
 from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.logs import get_logger
-from hookbay_common.metrics import asgi_app
 from hookbay_common.plans import PlanBook, load_plans
+from hookbay_common.process import Probes, mount_probes
 from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
@@ -107,30 +106,23 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
     app.state.ingest = ingest
     app.add_exception_handler(StarletteHTTPException, http_error)
 
-    @app.get("/healthz")
-    async def healthz() -> Response:
-        if ingest.producer.healthy:  # else wedged beyond what replacing the producer fixes
-            return JSONResponse({"status": "ok"})
-        return JSONResponse({"status": "wedged"}, status_code=503)
-
-    @app.get("/readyz")
-    async def readyz() -> Response:
-        checks: dict[str, Any] = {
-            "kafka": ingest.producer.ready,
-            "config_view": ingest.view.caught_up,
-        }
-        ready = all(checks.values()) and not ingest.draining
-        if ingest.draining:
-            checks["draining"] = True
+    async def reported() -> dict[str, Any]:
+        # reported, never gating: the limiter fails open, and every replica turning unready at
+        # once while Redis restarts would take intake down with it (the chaos suite's Redis
+        # scenario)
         if isinstance(ingest.limiter, RedisRateLimiter):
-            # reported, never gating: the limiter fails open, and every replica turning unready
-            # at once while Redis restarts would take intake down with it (the chaos suite's
-            # Redis scenario)
-            checks["redis"] = await ingest.limiter.ping()
-        return JSONResponse({"ready": ready, **checks}, status_code=200 if ready else 503)
+            return {"redis": await ingest.limiter.ping()}
+        return {}
 
+    probes = Probes(
+        checks=lambda: {"kafka": ingest.producer.ready, "config_view": ingest.view.caught_up},
+        # unhealthy only when wedged beyond what replacing the producer fixes
+        healthy=lambda: ingest.producer.healthy,
+        draining=lambda: ingest.draining,
+        reported=reported,
+    )
     app.add_middleware(  # every method: the 405 is ours
         FastPath, handler=ingest.receive, in_flight=ingest.metrics.in_flight
     )
-    app.router.routes.append(Route("/metrics", asgi_app(ingest.metrics.registry), methods=["GET"]))
+    mount_probes(app, probes, ingest.metrics.registry)
     return app

@@ -1,8 +1,9 @@
 """``python -m hookbay_retention [--dry-run]``: one retention run, the Kubernetes CronJob's command.
 
 Logs are JSON lines on stderr (``retention_batch_deleted`` per batch, ``retention_owner`` per
-owner with deletions, ``retention_finished`` with the totals). A dry run prints its report, per
-owner, as one JSON document on stdout and deletes nothing.
+owner with deletions, ``retention_finished`` with the totals); readable lines instead on a
+terminal, or as ``HOOKBAY_LOG_FORMAT`` says (``hookbay_common.logs``). A dry run prints its
+report, per owner, as one JSON document on stdout and deletes nothing.
 
 Exit status:
 - 0: the run finished, and its metrics were written/pushed when configured; or another run
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -29,10 +29,11 @@ from pymongo.errors import PyMongoError
 
 from hookbay_common.clock import isoformat
 from hookbay_common.errors import ConfigurationError, HookbayError, LockHeld
-from hookbay_common.logs import configure_logging, get_logger
+from hookbay_common.logs import InvalidLogFormat, configure_logging, get_logger
 from hookbay_common.plans import PlanBook, load_plans
+from hookbay_common.process import stop_on_signals
 from hookbay_retention.metrics import export, registry_for
-from hookbay_retention.service import run_once
+from hookbay_retention.service import RetentionReport, run_once
 from hookbay_retention.settings import RetentionSettings
 
 log = get_logger("hookbay.retention")
@@ -40,10 +41,14 @@ log = get_logger("hookbay.retention")
 
 async def _run(settings: RetentionSettings, plans: PlanBook, *, dry_run: bool) -> int:
     work = asyncio.create_task(run_once(settings, plans, dry_run=dry_run))
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # cancelled between two awaits: the lock is released on the way out (``run``'s finally)
-        loop.add_signal_handler(sig, work.cancel)
+    # cancelled between two awaits: the lock is released on the way out (``run``'s finally)
+    with stop_on_signals(work.cancel):
+        return await _finish(work, settings, dry_run=dry_run)
+
+
+async def _finish(
+    work: asyncio.Task[RetentionReport], settings: RetentionSettings, *, dry_run: bool
+) -> int:
     try:
         report = await work
     except asyncio.CancelledError:
@@ -83,10 +88,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         settings = RetentionSettings()  # type: ignore[call-arg]  # secret_key from the environment
-    except ValidationError as exc:
+        configure_logging(settings.log_level, service="retention")
+    except (ValidationError, InvalidLogFormat) as exc:
         print(f"hookbay-retention: invalid configuration: {exc}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
-    configure_logging(settings.log_level, service="retention")
     try:
         plans = load_plans(settings.plans_file)
     except ConfigurationError as exc:

@@ -113,7 +113,7 @@ def _logs(level: str, *, json_lines: bool) -> Iterator[None]:
     root = logging.getLogger()
     handlers, root_level = root.handlers[:], root.level
     if json_lines:
-        configure_logging(level, service="retention")
+        configure_logging(level, service="retention", log_format="json")
     else:
         structlog.configure(
             wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),

@@ -1,7 +1,8 @@
 """``hookbay events list|replay|export`` and ``hookbay tail``: events from the command line.
 
 Like the other ``hookbay`` commands they work on the database directly (``CliState.run``), with
-the owners' services: the same rules, errors and output shapes as the dashboard API.
+the owners' services built as the API builds them (``hookbay_dashboard.services``): the same
+rules, errors and output shapes as the dashboard API.
 """
 
 from __future__ import annotations
@@ -41,14 +42,9 @@ status_option = click.option(
 
 
 def _event_service(rt: Runtime) -> EventService:
-    from hookbay_common.db import AttemptRepository, EventRepository, WebhookRepository
-    from hookbay_dashboard.events.cursor import cursor_key
-    from hookbay_dashboard.events.service import EventService
+    from hookbay_dashboard.commands import services_for
 
-    return EventService(
-        EventRepository(rt.db), AttemptRepository(rt.db), WebhookRepository(rt.db, rt.box),
-        cursor_key=cursor_key(rt.settings.secret_key.get_secret_value()),
-    )  # fmt: skip
+    return services_for(rt).events()
 
 
 @click.group()
@@ -109,16 +105,13 @@ def events_replay(state: CliState, event_id: str) -> None:
     """Deliver event EVENT_ID again, to its webhook's current forward URL (a new attempt chain,
     queued on Kafka; the forwarder makes the attempts)."""
 
-    from hookbay_common.db import EventRepository, ReplayJobRepository, WebhookRepository
-    from hookbay_dashboard.replays.service import ReplayPublisher, ReplayService
+    from hookbay_dashboard.commands import services_for
+    from hookbay_dashboard.replays.service import ReplayPublisher
 
     async def work(rt: Runtime) -> ReplayAccepted:
         producer = await rt.kafka.get()
-        replays = ReplayService(
-            EventRepository(rt.db), WebhookRepository(rt.db, rt.box),
-            ReplayJobRepository(rt.db), ReplayPublisher(lambda: producer, rt.settings.topics),
-        )  # fmt: skip
-        return await replays.replay_event(event_id, username=None)
+        publisher = ReplayPublisher(lambda: producer, rt.settings.topics)
+        return await services_for(rt).replays(publisher).replay_event(event_id, username=None)
 
     accepted = state.run(work)
     state.emit(
@@ -223,16 +216,13 @@ def _replacing(path: Path) -> Iterator[IO[bytes]]:
 def tail(state: CliState, username: str, name: str) -> None:
     """Follow new events of USERNAME's webhook NAME live: one line per event as it is recorded,
     and again when its status changes (with --json, one JSON object per line), until Ctrl-C."""
-    from hookbay_common.db import EventRepository, WebhookRepository
+    from hookbay_dashboard.commands import services_for
     from hookbay_dashboard.settings import DashboardSettings
-    from hookbay_dashboard.tail.service import TailService
 
     poll_interval = state.settings_of(DashboardSettings).tail_poll_interval
 
     async def work(rt: Runtime) -> None:
-        tails = TailService(
-            WebhookRepository(rt.db, rt.box), EventRepository(rt.db), poll_interval=poll_interval
-        )
+        tails = services_for(rt).tails(poll_interval=poll_interval)
         followed = await tails.follow(username, name)
         click.echo(f"following {username}/{name}; Ctrl-C to stop", err=True)
         async for item in followed:  # a status change prints the event's line again

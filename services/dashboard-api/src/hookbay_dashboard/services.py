@@ -1,0 +1,123 @@
+"""The dashboard's services, built in one place for the HTTP app (``deps``) and the ``hookbay``
+commands (``commands``, ``events.commands``): the same repositories, settings and change-log
+publisher give the same service, whichever of the two asks for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from prometheus_client import CollectorRegistry
+
+from hookbay_common.configlog import ConfigPublisher
+from hookbay_common.db import (
+    AttemptRepository,
+    EventRepository,
+    ReplayJobRepository,
+    SessionRepository,
+    StatsRepository,
+    TokenRepository,
+    UserRepository,
+    WebhookRepository,
+)
+from hookbay_common.db.client import Database
+from hookbay_common.plans import PlanBook
+from hookbay_common.ratelimit import RateLimiter
+from hookbay_common.secrets_box import SecretBox
+from hookbay_common.settings import Settings
+from hookbay_dashboard.accounts.service import AccountService, OwnerData
+from hookbay_dashboard.auth.service import AuthService
+from hookbay_dashboard.events.cursor import cursor_key
+from hookbay_dashboard.events.service import EventService
+from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher, ReplayService
+from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.stats.service import StatsService
+from hookbay_dashboard.tail.service import TailService
+from hookbay_dashboard.webhooks.service import WebhookService
+
+
+@dataclass(frozen=True)
+class Stores:
+    """The repositories the dashboard's services work on, over one database."""
+
+    users: UserRepository
+    tokens: TokenRepository
+    sessions: SessionRepository
+    webhooks: WebhookRepository
+    events: EventRepository
+    attempts: AttemptRepository
+    stats: StatsRepository
+    replay_jobs: ReplayJobRepository
+
+    @classmethod
+    def open(cls, db: Database, box: SecretBox) -> Stores:
+        return cls(
+            UserRepository(db), TokenRepository(db), SessionRepository(db),
+            WebhookRepository(db, box), EventRepository(db), AttemptRepository(db),
+            StatsRepository(db), ReplayJobRepository(db),
+        )  # fmt: skip
+
+
+class Services:
+    """Builds each owner-facing service from ``stores``. ``config`` publishes user and webhook
+    changes to the configuration change log (``hookbay_common.configlog``); ``settings`` are the
+    base settings both the API and the commands read (the secret key, private destinations)."""
+
+    def __init__(
+        self, stores: Stores, settings: Settings, plans: PlanBook, *, config: ConfigPublisher
+    ) -> None:
+        self.stores = stores
+        self.settings = settings
+        self.plans = plans
+        self.config = config
+
+    def accounts(self, *, hasher: PasswordHasher | None = None) -> AccountService:
+        s = self.stores
+        owner_data = OwnerData(s.webhooks, s.events, s.attempts, s.sessions, s.stats)
+        return AccountService(
+            s.users, s.tokens, self.plans, hasher=hasher, sessions=s.sessions,
+            publisher=self.config, owner_data=owner_data,
+        )  # fmt: skip
+
+    def auth(self, limiter: RateLimiter, settings: DashboardSettings) -> AuthService:
+        """The API's sign-in (the commands have no sessions): ``limiter`` throttles logins."""
+        s = self.stores
+        return AuthService(
+            s.users, s.tokens, s.sessions, limiter, session_ttl=settings.session_ttl,
+            limit_per_user=settings.login_limit_per_user,
+            limit_per_address=settings.login_limit_per_address,
+        )  # fmt: skip
+
+    def webhooks(self) -> WebhookService:
+        s = self.stores
+        return WebhookService(
+            s.webhooks, s.users, allow_private=self.settings.allow_private_destinations,
+            publisher=self.config, stats=s.stats,
+        )  # fmt: skip
+
+    def events(self) -> EventService:
+        s = self.stores
+        return EventService(
+            s.events, s.attempts, s.webhooks,
+            cursor_key=cursor_key(self.settings.secret_key.get_secret_value()), stats=s.stats,
+        )  # fmt: skip
+
+    def replays(
+        self, publisher: ReplayPublisher, *, runner: ReplayJobRunner | None = None
+    ) -> ReplayService:
+        """``runner``: the replica's bulk-replay runner (the API's); without one, bulk replays
+        wait for a replica's runner to adopt them."""
+        s = self.stores
+        return ReplayService(s.events, s.webhooks, s.replay_jobs, publisher, runner=runner)
+
+    def stats(self) -> StatsService:
+        return StatsService(self.stores.webhooks, self.stores.stats)
+
+    def tails(
+        self, *, poll_interval: float, registry: CollectorRegistry | None = None
+    ) -> TailService:
+        """A live-tail feed source: the API builds one per replica, shared by every open tail."""
+        return TailService(
+            self.stores.webhooks, self.stores.events, poll_interval=poll_interval,
+            registry=registry,
+        )  # fmt: skip
