@@ -299,6 +299,8 @@ class ReceivePipeline:
             if kind is not None:
                 answer = check.handshake.answer(kind, signed, secrets, self.clock)
                 return _handshake_verdict(check, kind, answer)
+        if request.method != "POST":  # a GET that is no handshake: what a GET always got
+            raise MethodNotAllowed(request.method)
         if check.verifier is None:
             return Verdict(None, check.records[None])
         verification = check.verifier.verify(signed, secrets, self.clock)
