@@ -64,9 +64,9 @@ def strip_prefix(value: str, prefix: str) -> str | None:
     return value[len(prefix) :]
 
 
-def mac(key: bytes, digest: Digest, *parts: bytes) -> bytes:
-    signer = hmac.new(key, digestmod=digest)
-    for part in parts:
+def mac(key: bytes, digest: Digest, first: bytes, *rest: bytes) -> bytes:
+    signer = hmac.new(key, first, digest)
+    for part in rest:
         signer.update(part)
     return signer.digest()
 
