@@ -24,3 +24,8 @@ class TestGitLab:
         request = signed(b"{}", {"X-Gitlab-Token": "old"})
         assert run(check, request, 9).secret is MatchedSecret.PREVIOUS
         assert not run(check, request, 10).valid
+
+    def test_a_non_ascii_token_compares_on_its_bytes(self) -> None:
+        check = check_for("gitlab", "tök")
+        sent = "tök".encode().decode("latin-1")  # as captured: the UTF-8 bytes, latin-1 decoded
+        assert run(check, signed(b"{}", {"X-Gitlab-Token": sent}), 0).valid

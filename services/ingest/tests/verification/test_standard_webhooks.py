@@ -84,3 +84,18 @@ class TestStandardWebhooks:
         )
         assert run(check, signed(BODY, headers(EXPECTED)), TS).secret is MatchedSecret.PREVIOUS
         assert not run(check, signed(BODY, headers(EXPECTED)), TS + 1).valid
+
+
+class TestHeaderBytes:
+    def test_an_id_with_a_non_ascii_byte_is_signed_as_sent(self) -> None:
+        import base64
+        import hashlib
+        import hmac
+
+        key = base64.b64decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        raw_id = b"msg_\xe9"  # captured headers are latin-1 decoded, byte for byte
+        digest = hmac.new(key, raw_id + f".{TS}.".encode() + BODY, hashlib.sha256).digest()
+        value = "v1," + base64.b64encode(digest).decode()
+        hdrs = {"webhook-id": raw_id.decode("latin-1"), "webhook-timestamp": str(TS),
+                "webhook-signature": value}  # fmt: skip
+        assert run(check_for("standard-webhooks", SECRET), signed(BODY, hdrs), TS).valid

@@ -60,13 +60,18 @@ class HmacVerifier:
         if scheme.id_header is not None:
             values["id"] = header(request, scheme.id_header) or ""
         parts = [
-            request.body if name == "body" else (values[name] if name else text).encode()
+            request.body if name == "body" else _bytes(name, values[name] if name else text)
             for name, text in self._pieces
         ]
         presented = self._fast.presented(value) or []
         digest = DIGESTS[scheme.algorithm]
         result = verdict(match(secrets, presented, lambda k: mac(k, digest, *parts)))
         return STALE if result.valid and not fresh else result
+
+
+def _bytes(name: str, text: str) -> bytes:
+    """Header values as the bytes sent (captured as latin-1); the template and URL as UTF-8."""
+    return text.encode("latin-1") if name in ("timestamp", "id") else text.encode()
 
 
 def _pieces(payload: str) -> list[tuple[str, str]]:

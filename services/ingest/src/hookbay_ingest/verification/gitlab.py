@@ -25,7 +25,7 @@ def token_verdict(presented: str | None, secrets: SigningSecrets) -> Verificatio
     """``presented`` equal to one of ``secrets`` (constant time, current first)."""
     if presented is None:
         return MISSING
-    token = presented.encode()
+    token = presented.encode("latin-1")  # the header's bytes as sent (captured as latin-1)
     for key, slot in secrets.keys:
         if hmac.compare_digest(key, token):
             return ACCEPTED[slot]

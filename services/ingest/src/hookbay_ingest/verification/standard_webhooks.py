@@ -67,7 +67,7 @@ class StandardWebhooksVerifier:
         if fresh is None:
             return BAD
         presented = decoded_all(ours, SignatureEncoding.BASE64)
-        signed = f"{msg_id}.{timestamp}.".encode()
+        signed = f"{msg_id}.{timestamp}.".encode("latin-1")  # the header bytes as sent
         for secret, slot in secrets.candidates():
             if (key := signing_key(secret)) is not None and _matches(
                 key, signed, request, presented
