@@ -171,7 +171,9 @@ class TestProviderVerification:
 
     async def slack_webhook(self, pipeline: Pipeline, url: str, mode: str) -> tuple[str, str]:
         user = await UserRepository(pipeline.db).create(create_user(plan="pro"))
-        verification = WebhookVerification(type="slack", secret=SecretStr("sl"), mode=mode)
+        verification = WebhookVerification.model_validate(
+            {"type": "slack", "secret": SecretStr("sl"), "mode": mode}
+        )
         hook = await WebhookRepository(pipeline.db, SecretBox(TEST_SECRET_KEY)).create(
             create_webhook(username=user.username, forward_url=url, verification=verification)
         )

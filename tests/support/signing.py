@@ -31,10 +31,15 @@ def signed(body: bytes, headers: dict[str, str] | None = None, **kw: Any) -> Sig
     return SignedRequest(body, {k.lower(): v for k, v in (headers or {}).items()}, **kw)
 
 
+def verification(kind: str, **fields: Any) -> WebhookVerification:
+    """A ``WebhookVerification`` from plain values, as owner input arrives (validated)."""
+    return WebhookVerification.model_validate({"type": kind, **fields})
+
+
 def check_for(kind: str, secret: str | None, **fields: Any) -> WebhookCheck:
     if secret is not None:
         fields["secret"] = SecretStr(secret)
-    return build_check(WebhookVerification(type=kind, **fields), PRESETS)
+    return build_check(verification(kind, **fields), PRESETS)
 
 
 def rotated(kind: str, current: str, previous: str, expires_unix: float, **fields: Any) -> Any:

@@ -4,6 +4,7 @@ sealed at rest and on the change log, the event's verdict on the wire."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from pydantic import SecretStr, ValidationError
@@ -26,9 +27,16 @@ from hookbay_common.wire import decode_event, encode_event
 from tests.support.factories import TEST_SECRET_KEY, create_event, create_webhook
 
 BOX = SecretBox(TEST_SECRET_KEY)
+
+
+def verification(kind: str, **fields: Any) -> WebhookVerification:
+    """Built from plain values, as owner input arrives."""
+    return WebhookVerification.model_validate({"type": kind, **fields})
+
+
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
-FULL = WebhookVerification(
-    type="hmac", mode="record", secret=SecretStr("sec-current"), tolerance_s=60,
+FULL = verification(
+    "hmac", mode="record", secret=SecretStr("sec-current"), tolerance_s=60,
     previous=PreviousSecret(secret=SecretStr("sec-previous"), expires_at=NOW),
     public_url="https://h.example/w/a/b", verify_token=SecretStr("sec-verify"),
     hmac=HmacScheme(header="X-Sig", payload="{timestamp}.{body}", timestamp_header="X-Ts"),
@@ -51,7 +59,7 @@ class TestValidation:
         fields = {name: "x" for name in ("secret", "public_url", "verify_token", "public_key")}
         fields.pop(field, None)
         with pytest.raises(ValidationError) as caught:
-            WebhookVerification(type=kind, **{k: v for k, v in fields.items() if k != field})
+            verification(kind, **{k: v for k, v in fields.items() if k != field})
         errors = [e for e in caught.value.errors() if e["type"] == "verification_field_required"]
         assert [e["loc"] for e in errors] == [(field,)]
         assert field in errors[0]["msg"]
@@ -59,11 +67,11 @@ class TestValidation:
 
     def test_an_empty_secret_is_missing(self) -> None:
         with pytest.raises(ValidationError, match="secret is required by verification type"):
-            WebhookVerification(type="github", secret="")
+            verification("github", secret="")
 
     def test_none_needs_nothing(self) -> None:
         assert REQUIRED_FIELDS[VerificationType.NONE] == frozenset()
-        assert WebhookVerification(type="none").mode == "enforce"
+        assert verification("none").mode == "enforce"
 
     def test_unknown_type_mode_and_fields_refused(self) -> None:
         for fields in (
@@ -72,7 +80,7 @@ class TestValidation:
             {"type": "none", "x": 1},
         ):
             with pytest.raises(ValidationError):
-                WebhookVerification(**fields)  # type: ignore[arg-type]
+                WebhookVerification.model_validate(fields)
 
     @pytest.mark.parametrize(
         ("payload", "message"),
@@ -85,13 +93,13 @@ class TestValidation:
 
     def test_plain_secret_means_hookbay(self) -> None:
         effective = create_webhook(secret=SecretStr("s")).effective_verification
-        assert effective == WebhookVerification(type="hookbay", secret=SecretStr("s"))
+        assert effective == verification("hookbay", secret=SecretStr("s"))
         assert create_webhook().effective_verification is None
 
 
 class TestRotation:
     def test_the_replaced_secret_stays_for_the_overlap(self) -> None:
-        before = WebhookVerification(type="stripe", secret=SecretStr("old"))
+        before = verification("stripe", secret=SecretStr("old"))
         after = before.rotated(SecretStr("new"), now=NOW, keep_previous_for_s=3600)
         assert after.secret == SecretStr("new")
         assert after.previous == PreviousSecret(
@@ -99,7 +107,7 @@ class TestRotation:
         )
 
     def test_no_overlap_drops_it(self) -> None:
-        before = WebhookVerification(type="stripe", secret=SecretStr("old"))
+        before = verification("stripe", secret=SecretStr("old"))
         assert before.rotated(SecretStr("new"), now=NOW, keep_previous_for_s=0).previous is None
 
     def test_the_same_secret_keeps_the_rotation(self) -> None:
@@ -130,7 +138,7 @@ class TestSealing:
         assert raw is not None
         assert not any(secret in str(raw) for secret in SECRETS)
         assert await hooks.get(hook.username, hook.name) == hook
-        other = WebhookVerification(type="github", secret=SecretStr("gh"))
+        other = verification("github", secret=SecretStr("gh"))
         changed = await hooks.update(hook.username, hook.name, verification=other)
         assert changed.verification == other
         removed = await hooks.update(hook.username, hook.name, verification=None)
@@ -140,7 +148,7 @@ class TestSealing:
 class TestEventVerdict:
     def test_on_the_wire(self) -> None:
         verdict = EventVerification(
-            type="slack", result=VerificationResult.INVALID,
+            type=VerificationType.SLACK, result=VerificationResult.INVALID,
             reason=InvalidReason.TIMESTAMP_OUT_OF_TOLERANCE,
         )  # fmt: skip
         event = create_event(verification=verdict, handshake=HandshakeKind.SLACK_URL_VERIFICATION)

@@ -174,7 +174,7 @@ def verification(kind: str, **fields: Any) -> WebhookVerification:
     config: dict[str, Any] = {"secret": SECRET, **fields}
     if config["secret"] is None:
         del config["secret"]
-    return WebhookVerification(type=kind, **config)
+    return WebhookVerification.model_validate({"type": kind, **config})
 
 
 async def deliver(

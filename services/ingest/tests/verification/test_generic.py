@@ -19,7 +19,9 @@ class TestHmac:
     @pytest.mark.parametrize("algorithm", ["sha1", "sha256", "sha512"])
     @pytest.mark.parametrize("encoding", ["hex", "base64"])
     def test_algorithms_and_encodings(self, algorithm: str, encoding: str) -> None:
-        scheme = HmacScheme(header="X-Sig", algorithm=algorithm, encoding=encoding, prefix="s=")
+        scheme = HmacScheme.model_validate(
+            {"header": "X-Sig", "algorithm": algorithm, "encoding": encoding, "prefix": "s="}
+        )
         check = check_for("hmac", "k", hmac=scheme)
         digest = getattr(hashlib, algorithm)
         value = hex_mac("k", BODY, digest) if encoding == "hex" else b64_mac("k", BODY, digest)

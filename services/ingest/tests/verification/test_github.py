@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from urllib.parse import quote
 
-from hookbay_ingest.verification import InvalidReason, MatchedSecret
+from hookbay_ingest.verification import InvalidReason, MatchedSecret, Verification
 from tests.support.signing import check_for, hex_mac, rotated, run, signed
 
 SECRET = "It's a Secret to Everybody"
@@ -18,7 +18,7 @@ EXPECTED = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043
 class TestGitHub:
     check = check_for("github", SECRET)
 
-    def verify(self, headers: dict[str, str], body: bytes = BODY) -> object:
+    def verify(self, headers: dict[str, str], body: bytes = BODY) -> Verification:
         return run(self.check, signed(body, headers), 0)
 
     def test_published_vector(self) -> None:

@@ -34,6 +34,7 @@ from hookbay_ingest.verification import (
 from hookbay_ingest.verification.slack import SlackVerifier
 from hookbay_ingest.verification.stripe import StripeVerifier
 from tests.support.factories import create_webhook
+from tests.support.signing import verification
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 
@@ -66,8 +67,8 @@ class TestVerifierRegistry:
         assert VerifierRegistry().for_webhook(create_webhook()) is None
 
     def test_verification_wins_over_a_plain_secret(self) -> None:
-        verification = WebhookVerification(type="stripe", secret=SecretStr("whsec_x"))
-        webhook = create_webhook(secret=SecretStr("s"), verification=verification)
+        config = verification("stripe", secret=SecretStr("whsec_x"))
+        webhook = create_webhook(secret=SecretStr("s"), verification=config)
         check = VerifierRegistry().for_webhook(webhook)
         assert check is not None
         assert isinstance(check.verifier, StripeVerifier)
@@ -82,32 +83,28 @@ class TestVerifierRegistry:
         assert rebuilt.secrets == SigningSecrets("t")
 
     def test_type_none_has_no_verifier_and_records_skipped(self) -> None:
-        check = build_check(WebhookVerification(type="none"), PRESETS)
+        check = build_check(verification("none"), PRESETS)
         assert check.verifier is None
         assert check.records[None].result is VerificationResult.SKIPPED
 
     def test_handshake_schemes_are_detected(self) -> None:
-        config = WebhookVerification(type="slack", secret=SecretStr("s"))
+        config = verification("slack", secret=SecretStr("s"))
         check = build_check(config, PRESETS)
         assert isinstance(check.handshake, SlackVerifier)
         assert check.accepts("POST")
         assert not check.accepts("GET")
-        assert (
-            build_check(WebhookVerification(type="github", secret="s"), PRESETS).handshake is None
-        )
+        assert build_check(verification("github", secret="s"), PRESETS).handshake is None
 
     def test_unknown_scheme(self) -> None:
         registry = VerifierRegistry({HOOKBAY: HookbayVerifier})
         with pytest.raises(UnknownScheme, match="'stripe'; known: hookbay") as caught:
-            registry.for_webhook(
-                create_webhook(verification=WebhookVerification(type="stripe", secret="s"))
-            )
+            registry.for_webhook(create_webhook(verification=verification("stripe", secret="s")))
         assert caught.value.scheme == "stripe"
         assert isinstance(caught.value, ValueError)
 
     def test_a_preset_joins_by_its_factory(self) -> None:
         registry = VerifierRegistry({**PRESETS, "stripe": RefusingVerifier})
-        webhook = create_webhook(verification=WebhookVerification(type="stripe", secret="s"))
+        webhook = create_webhook(verification=verification("stripe", secret="s"))
         check = registry.for_webhook(webhook)
         assert check is not None
         assert check.verifier is not None
@@ -119,7 +116,7 @@ class TestVerifierRegistry:
             VerifierRegistry({"refusing": RefusingVerifier})
 
     def test_an_unbuildable_configuration_fails_closed(self) -> None:
-        config = WebhookVerification(type="sendgrid", public_key="bm90IGEga2V5")
+        config = verification("sendgrid", public_key="bm90IGEga2V5")
         check = build_check(config, PRESETS)
         assert check.verifier is not None
         result = check.verifier.verify(SignedRequest(b"{}", {}), check.secrets, datetime.now)
@@ -129,7 +126,7 @@ class TestVerifierRegistry:
 class TestRotation:
     def config(self, expires_at: datetime) -> WebhookVerification:
         previous = PreviousSecret(secret=SecretStr("old"), expires_at=expires_at)
-        return WebhookVerification(type="github", secret=SecretStr("new"), previous=previous)
+        return verification("github", secret=SecretStr("new"), previous=previous)
 
     def test_previous_accepted_until_its_expiry(self) -> None:
         check = build_check(self.config(NOW + timedelta(seconds=1)), PRESETS)

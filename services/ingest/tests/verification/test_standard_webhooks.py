@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks import Webhook as SdkWebhook
 
-from hookbay_ingest.verification import InvalidReason, MatchedSecret
+from hookbay_ingest.verification import InvalidReason, MatchedSecret, Verification
 from tests.support.signing import check_for, rotated, run, signed
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -31,7 +31,7 @@ def sdk_sign(secret: str, body: bytes, ts: int = TS) -> str:
 class TestStandardWebhooks:
     check = check_for("standard-webhooks", SECRET)
 
-    def verify(self, hdrs: dict[str, str], body: bytes = BODY, now: float = TS) -> object:
+    def verify(self, hdrs: dict[str, str], body: bytes = BODY, now: float = TS) -> Verification:
         return run(self.check, signed(body, hdrs), now)
 
     def test_published_vector(self) -> None:

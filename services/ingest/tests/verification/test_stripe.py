@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import stripe
 
-from hookbay_ingest.verification import InvalidReason, MatchedSecret
+from hookbay_ingest.verification import InvalidReason, MatchedSecret, Verification
 from tests.support.signing import check_for, rotated, run, signed
 
 SECRET = "whsec_test_secret"
@@ -26,7 +26,7 @@ def header(body: bytes = BODY, secret: str = SECRET, t: int = T) -> str:
 class TestStripe:
     check = check_for("stripe", SECRET)
 
-    def verify(self, value: str | None, body: bytes = BODY, now: float = T) -> object:
+    def verify(self, value: str | None, body: bytes = BODY, now: float = T) -> Verification:
         headers = {"Stripe-Signature": value} if value is not None else {}
         return run(self.check, signed(body, headers), now)
 
