@@ -159,3 +159,9 @@ class TestEventVerdict:
     def test_an_ordinary_event_keeps_its_wire_shape(self) -> None:
         assert b"verification" not in encode_event(create_event())
         assert b"handshake" not in encode_event(create_event())
+
+
+class TestPreviousSecret:
+    def test_expiry_must_carry_its_timezone(self) -> None:
+        with pytest.raises(ValidationError, match="timezone"):
+            PreviousSecret.model_validate({"secret": "s", "expires_at": "2026-11-26T12:00:00"})

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from pydantic import (
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -227,7 +228,7 @@ class PreviousSecret(_Record):
     """The secret a rotation replaced, still accepted until ``expires_at``."""
 
     secret: SecretStr
-    expires_at: datetime
+    expires_at: AwareDatetime
 
 
 _NEEDS_SECRET: Final = frozenset(VerificationType) - {
