@@ -25,6 +25,7 @@ from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 from standardwebhooks import Webhook as StandardWebhook
 
+from hookbay_common.configlog import ConfigChange
 from hookbay_common.models import (
     Event,
     EventStatus,
@@ -541,3 +542,23 @@ class TestHandshakes:
                 for record in records:
                     found = decode_event(record.value)
                     probe.seen[found.request_id] = found
+
+
+class TestConfigurationChanges:
+    async def test_a_changed_verification_applies_to_the_next_request(self, stack: Stack) -> None:
+        user, hook = await stack.owner(verification=verification("stripe"))
+        old = _stripe(BODY, time.time())
+        assert (await stack.post(user, hook, BODY, headers=old)).status_code == 200
+        config = verification("stripe", secret="whsec_rotated")
+        changed = await stack.webhooks.update(user.username, hook.name, verification=config)
+        stack.ingest.view.apply(ConfigChange.of_webhook(changed))  # as the change log delivers it
+        assert (await stack.post(user, hook, BODY, headers=old)).status_code == 401
+        new = _stripe(BODY, time.time(), secret="whsec_rotated")
+        assert (await stack.post(user, hook, BODY, headers=new)).status_code == 200
+
+    async def test_removing_the_verification_stops_verifying(self, stack: Stack) -> None:
+        user, hook = await stack.owner(verification=verification("github"))
+        assert (await stack.post(user, hook, BODY)).status_code == 401
+        changed = await stack.webhooks.update(user.username, hook.name, verification=None)
+        stack.ingest.view.apply(ConfigChange.of_webhook(changed))
+        assert (await stack.post(user, hook, BODY)).status_code == 200
