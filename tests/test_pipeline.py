@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from hookbay_common.db import (
     UserRepository,
     WebhookRepository,
 )
-from hookbay_common.models import Event, EventStatus, RejectedReason
+from hookbay_common.models import Event, EventStatus, RejectedReason, WebhookVerification
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_forwarder.delivery import Forwarder
@@ -161,3 +162,64 @@ class TestPipeline:
             (1, 502, True),
             (2, 200, False),
         ]
+
+
+class TestProviderVerification:
+    """A provider preset through ingest, the forwarder and the recorder: its verdict stored with
+    the event, a handshake answered and recorded but never delivered, and a record-mode failure
+    delivered like any event."""
+
+    async def slack_webhook(self, pipeline: Pipeline, url: str, mode: str) -> tuple[str, str]:
+        user = await UserRepository(pipeline.db).create(create_user(plan="pro"))
+        verification = WebhookVerification.model_validate(
+            {"type": "slack", "secret": SecretStr("sl"), "mode": mode}
+        )
+        hook = await WebhookRepository(pipeline.db, SecretBox(TEST_SECRET_KEY)).create(
+            create_webhook(username=user.username, forward_url=url, verification=verification)
+        )
+        await pipeline.ingest.view.reconcile()
+        return f"/w/{user.username}/{hook.name}", hook.id
+
+    def slack_headers(self, body: bytes, ts: int) -> dict[str, str]:
+        signature = hmac.new(b"sl", f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
+        return {"x-slack-signature": "v0=" + signature, "x-slack-request-timestamp": str(ts)}
+
+    async def test_handshake_recorded_never_delivered(self, pipeline: Pipeline) -> None:
+        url = pipeline.receiver.url()
+        path, hook_id = await self.slack_webhook(pipeline, url, "enforce")
+        now = int(time.time())
+        challenge = b'{"type":"url_verification","challenge":"ch-1"}'
+        answered = await pipeline.send(
+            path, content=challenge, headers=self.slack_headers(challenge, now)
+        )
+        assert (answered.status_code, answered.text) == (200, "ch-1")
+        body = b'{"type":"event_callback"}'
+        accepted = await pipeline.send(path, content=body, headers=self.slack_headers(body, now))
+        assert accepted.status_code == 200
+        (delivered,) = await pipeline.receiver.wait_for(url, 1)  # the handshake came first
+        assert delivered.body == body
+        event = await pipeline.event(accepted.json()["requestId"], EventStatus.SUCCESS)
+        assert event.verification is not None
+        assert (event.verification.type, event.verification.result) == ("slack", "valid")
+        events = EventRepository(pipeline.db)
+
+        async def both_settled() -> bool:
+            return await events.count_for_webhook(hook_id, EventStatus.SUCCESS) == 2
+
+        await until(both_settled, 60, what="the handshake settled as success")
+        assert len(pipeline.receiver.received(url)) == 1
+
+    async def test_record_mode_failure_is_delivered_with_its_reason(
+        self, pipeline: Pipeline
+    ) -> None:
+        url = pipeline.receiver.url()
+        path, _ = await self.slack_webhook(pipeline, url, "record")
+        body = b'{"type":"event_callback"}'
+        stale = self.slack_headers(body, int(time.time()) - 3600)
+        accepted = await pipeline.send(path, content=body, headers=stale)
+        assert accepted.status_code == 200
+        await pipeline.receiver.wait_for(url, 1)
+        event = await pipeline.event(accepted.json()["requestId"], EventStatus.SUCCESS)
+        assert event.signature_valid is False
+        assert event.verification is not None
+        assert event.verification.reason == "timestamp_out_of_tolerance"

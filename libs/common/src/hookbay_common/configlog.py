@@ -2,7 +2,8 @@
 
 Every writer (the dashboard API, the ``hookbay`` CLI, the admin endpoints, ``hookbay migrate``)
 publishes each change to the compacted topic ``Topics.config`` *after* its MongoDB write: the
-record as stored (a webhook's secret sealed with ``SecretBox``, never in clear; a user without
+record as stored (a webhook's secrets, its ``verification``'s included, sealed with
+``SecretBox``, never in clear; a user without
 its password hash), or a deletion. Ingest replicas consume the topic and apply each change to
 their in-memory view (``hookbay_ingest.view``).
 
@@ -29,7 +30,7 @@ from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
 from hookbay_common.logs import get_logger
-from hookbay_common.models import User, Webhook
+from hookbay_common.models import User, Webhook, WebhookVerification
 from hookbay_common.secrets_box import SecretBox
 
 log = get_logger("hookbay.configlog")
@@ -100,9 +101,12 @@ def encode_change(change: ConfigChange, box: SecretBox) -> bytes:
     if change.user is not None:
         record = change.user.model_dump(mode="json", exclude={"password_hash"})
     elif change.webhook is not None:
-        record = change.webhook.model_dump(mode="json", exclude={"secret"})
+        record = change.webhook.model_dump(mode="json", exclude={"secret", "verification"})
         secret = change.webhook.secret
         record["secret"] = box.seal(secret.get_secret_value()) if secret else None
+        verification = change.webhook.verification
+        if verification is not None:  # absent when none: records readable by older replicas
+            record["verification"] = verification.to_document(box.seal)
     document = {
         "v": FORMAT_VERSION,
         "key": list(change.key),
@@ -130,6 +134,9 @@ def decode_change(value: bytes, box: SecretBox) -> ConfigChange:
             return ConfigChange(key, at, user=User.model_validate(record))
         sealed = record.pop("secret", None)
         record["secret"] = SecretStr(box.open(sealed)) if sealed else None
+        verification = record.pop("verification", None)
+        if verification is not None:
+            record["verification"] = WebhookVerification.from_document(verification, box.open)
         return ConfigChange(key, at, webhook=Webhook.model_validate(record))
     except UnreadableChange:
         raise

@@ -19,6 +19,7 @@ ENVELOPE_OVERHEAD_BYTES = 16 * 1024
 ids, names, status fields, the destination URL (twice in a delivery task, at most 2,048 bytes
 each), the record key, dead-letter headers and the record batch framing."""
 ATTEMPT_SCHEMA = "attempt/1"
+_OMITTED_WHEN_NONE = ("verification", "handshake")
 TASK_SCHEMA = "task/1"
 
 
@@ -53,6 +54,9 @@ def _unpack(schema: str, value: bytes) -> dict[str, Any]:
 def _event_to_fields(event: Event) -> dict[str, Any]:
     fields = event.model_dump(mode="python")
     fields["created_at"] = _datetime_to_wire(event.created_at)
+    for optional in _OMITTED_WHEN_NONE:  # an unverified, ordinary event keeps its old shape
+        if fields[optional] is None:
+            del fields[optional]
     return fields
 
 

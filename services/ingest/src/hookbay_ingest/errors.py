@@ -91,10 +91,13 @@ class WebhookInactive(Forbidden):
 
 
 class InvalidSignature(Unauthorized):
+    """A request (or a handshake) that failed its webhook's verification; ``reason`` is one of
+    ``hookbay_common.models.InvalidReason``."""
+
     error = "Invalid signature"
 
-    def __init__(self, request_id: str) -> None:
-        super().__init__("Signature verification failed", requestId=request_id)
+    def __init__(self, request_id: str, reason: str) -> None:
+        super().__init__("Signature verification failed", requestId=request_id, reason=reason)
 
 
 class PayloadTooLarge(HookbayError):

@@ -2,12 +2,19 @@
 
 Order of checks (README, *The receiving endpoint*): header size and count → method → names →
 user → webhook → active → rate limit → declared size → protocol upgrade with a body → body
-(counted while streaming, as long as declared) → signature (the webhook's verifier,
-``hookbay_ingest.verification``) → capture → produce (acks=all) → 200.
+(counted while streaming, as long as declared) → verification (the webhook's check,
+``hookbay_ingest.verification``: a handshake first, when its scheme has one, else the signature)
+→ capture → produce (acks=all) → 200.
 
+- ``GET`` is accepted only by a webhook whose scheme has a GET handshake (Meta, X); for any
+  other (and for a name that is not such a webhook) it is the 405 every other method gets.
 - A 200 is answered only once Kafka acknowledged the event.
-- A request whose signature is invalid is still captured, as a failed event
-  (``rejected_reason: invalid_signature``), produced best effort, and answered 401.
+- A request whose verification fails in ``enforce`` mode is still captured, as a failed event
+  (``rejected_reason: invalid_signature``), produced best effort, and answered 401 with the
+  reason; in ``record`` mode it is accepted and forwarded, the verdict on the event.
+- A handshake is answered as its sender expects once it proved authentic, recorded as an event
+  with ``handshake`` set (never forwarded); one that is not authentic is refused like a request
+  with a bad signature, in either mode.
 - A check that fails raises its ``hookbay_ingest.errors`` error, rendered by
   ``hookbay_ingest.rendering``; a sender that hangs up mid-body gets an empty 400; anything else
   is a bug: logged with its stack, answered 500 with only the request id.
@@ -19,6 +26,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
 
 from aiokafka.errors import KafkaError
 from redis.exceptions import RedisError
@@ -31,7 +41,17 @@ from hookbay_common.errors import HookbayError, InvalidRequest, WebhookNotFound
 from hookbay_common.headers import join_headers
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.logs import get_logger
-from hookbay_common.models import Event, EventStatus, RejectedReason, User, Webhook
+from hookbay_common.models import (
+    Event,
+    EventStatus,
+    EventVerification,
+    HandshakeKind,
+    InvalidReason,
+    RejectedReason,
+    User,
+    VerificationMode,
+    Webhook,
+)
 from hookbay_common.names import is_valid_username, is_valid_webhook_name
 from hookbay_common.plans import Plan, PlanBook
 from hookbay_common.producer import ResilientProducer
@@ -54,7 +74,13 @@ from hookbay_ingest.errors import (
 from hookbay_ingest.metrics import IngestMetrics
 from hookbay_ingest.rendering import crash_response, disconnect_response, error_response
 from hookbay_ingest.settings import IngestSettings
-from hookbay_ingest.verification import Clock, SignedRequest, SigningSecrets, VerifierRegistry
+from hookbay_ingest.verification import (
+    Clock,
+    HandshakeAnswer,
+    SignedRequest,
+    VerifierRegistry,
+    WebhookCheck,
+)
 from hookbay_ingest.view import ConfigView
 
 log = get_logger("hookbay.ingest")
@@ -112,22 +138,49 @@ class ReceivePipeline:
 
     async def _receive(self, request: Request, request_id: str) -> Response:
         self._check_headers(request)
-        if request.method != "POST":
-            raise MethodNotAllowed(request.method)
+        method = request.method
+        if method != "POST" and method != "GET":
+            raise MethodNotAllowed(method)
         username = request.path_params["username"]
         name = request.path_params["webhook_name"]
-        user, webhook = await self._lookup(username, name)
+        if method == "GET":
+            user, webhook, handshake_check = await self._lookup_handshake(username, name)
+            check: WebhookCheck | None = handshake_check
+        else:
+            user, webhook = await self._lookup(username, name)
+            check = self.verifiers.for_webhook(webhook)
         await self._check_rate(user)
         body = await self._read_body(request)
-        event = self._capture(request, request_id, webhook, body)
-        if event.signature_valid is False:
+        headers = join_headers(request.headers.raw)
+        now = self.clock()
+        verdict = self._verify(request, check, headers, body, now)
+        event = self._capture(request, request_id, webhook, headers, body, verdict, now)
+        if verdict.refused is not None:
             await self._produce(event, best_effort=True)
-            raise InvalidSignature(request_id)
+            raise InvalidSignature(request_id, verdict.refused)
         await self._produce(event)
         self.metrics.body_size.observe(len(body))
+        if verdict.reply is not None:
+            return _handshake_response(verdict.reply)
         return Response(
             json.dumps({"success": True, "requestId": request_id}).encode(), media_type=JSON
         )
+
+    async def _lookup_handshake(
+        self, username: str, name: str
+    ) -> tuple[User, Webhook, WebhookCheck]:
+        """The webhook a GET is for, when its scheme has a GET handshake; anything else is the
+        405 a GET always got (whether the name exists is not revealed by the method)."""
+        if not is_valid_username(username) or not is_valid_webhook_name(name):
+            raise MethodNotAllowed("GET")
+        user = await self.view.user(username)
+        webhook = await self.view.webhook(username, name) if user is not None else None
+        check = self.verifiers.for_webhook(webhook) if webhook is not None else None
+        if user is None or webhook is None or check is None or not check.accepts("GET"):
+            raise MethodNotAllowed("GET")
+        if not webhook.active:
+            raise WebhookInactive()
+        return user, webhook, check
 
     async def _lookup(self, username: str, name: str) -> tuple[User, Webhook]:
         if not is_valid_username(username):
@@ -203,10 +256,12 @@ class ReceivePipeline:
             raise BodyIncomplete(int(declared), size)
         return b"".join(chunks)
 
-    def _capture(self, request: Request, request_id: str, webhook: Webhook, body: bytes) -> Event:
-        headers = join_headers(request.headers.raw)
-        valid = self._signature_valid(request, webhook, headers, body)
+    def _capture(
+        self, request: Request, request_id: str, webhook: Webhook, headers: dict[str, str],
+        body: bytes, verdict: Verdict, now: datetime,
+    ) -> Event:  # fmt: skip
         peer = request.client.host if request.client else "unknown"
+        rejected = verdict.refused is not None
         return Event(
             id=new_id(IdPrefix.EVENT),
             request_id=request_id,
@@ -219,24 +274,41 @@ class ReceivePipeline:
             request_headers=headers,
             body=body,
             content_type=headers.get("content-type"),
-            signature_valid=valid,
-            status=EventStatus.FAILED if valid is False else EventStatus.PENDING,
-            rejected_reason=RejectedReason.INVALID_SIGNATURE if valid is False else None,
+            signature_valid=verdict.signature_valid,
+            status=EventStatus.FAILED if rejected else EventStatus.PENDING,
+            rejected_reason=RejectedReason.INVALID_SIGNATURE if rejected else None,
             forward_url=webhook.forward_url,
-            created_at=self.clock(),
+            created_at=now,
+            verification=verdict.record,
+            handshake=verdict.handshake,
         )
 
-    def _signature_valid(
-        self, request: Request, webhook: Webhook, headers: dict[str, str], body: bytes
-    ) -> bool | None:
-        """The webhook's verifier's answer; ``None`` for a webhook without a secret (nothing to
-        verify)."""
-        if webhook.secret is None:
-            return None
+    def _verify(
+        self, request: Request, check: WebhookCheck | None, headers: dict[str, str],
+        body: bytes, now: datetime,
+    ) -> Verdict:  # fmt: skip
+        """The webhook's check on the request: a handshake's answer when the request is one,
+        else its verifier's verdict (``UNVERIFIED`` for a webhook that verifies nothing)."""
+        if check is None:
+            return UNVERIFIED
         query = request.scope.get("query_string", b"").decode("latin-1")  # byte for byte
-        signed = SignedRequest(body, headers, query)
-        secrets = SigningSecrets(webhook.secret.get_secret_value())
-        return self.verifiers.for_webhook(webhook).verify(signed, secrets, self.clock).valid
+        signed = SignedRequest(body, headers, query, request.method)
+        secrets = check.secrets_at(now)
+        clock = _frozen(now)  # one reading of the clock per request (it costs µs)
+        if check.handshake is not None:
+            kind = check.handshake.detect(signed)
+            if kind is not None:
+                answer = check.handshake.answer(kind, signed, secrets, clock)
+                return _handshake_verdict(check, kind, answer)
+        if request.method != "POST":  # a GET that is no handshake: what a GET always got
+            raise MethodNotAllowed(request.method)
+        if check.verifier is None:
+            return Verdict(None, check.records[None])
+        verification = check.verifier.verify(signed, secrets, clock)
+        refused = verification.reason
+        if refused is not None and check.mode is VerificationMode.RECORD:
+            refused = None
+        return Verdict(verification.valid, check.records[verification], refused)
 
     async def _produce(self, event: Event, *, best_effort: bool = False) -> None:
         """Return only once Kafka acknowledged the event (acks=all); else ``QueueUnavailable``
@@ -259,6 +331,43 @@ class ReceivePipeline:
                 raise QueueUnavailable() from None
             return
         self.metrics.produce_latency.observe(time.perf_counter() - started)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What verification decided for one request: the event's ``signature_valid`` and
+    ``verification``; ``refused``: the reason it is answered 401; for a handshake, its kind and,
+    once authentic, the reply."""
+
+    signature_valid: bool | None
+    record: EventVerification | None
+    refused: InvalidReason | None = None
+    handshake: HandshakeKind | None = None
+    reply: HandshakeAnswer | None = None
+
+
+UNVERIFIED: Final = Verdict(None, None)
+
+
+def _handshake_verdict(
+    check: WebhookCheck, kind: HandshakeKind, answer: HandshakeAnswer
+) -> Verdict:
+    verification = answer.verification
+    record = check.records[verification]
+    if verification is not None and verification.reason is not None:
+        return Verdict(False, record, verification.reason, kind)  # refused in either mode
+    return Verdict(None if verification is None else True, record, None, kind, answer)
+
+
+def _handshake_response(answer: HandshakeAnswer) -> Response:
+    # nosniff: a challenge echoed back is never interpreted as markup by a browser
+    return Response(
+        answer.body, media_type=answer.media_type, headers={"X-Content-Type-Options": "nosniff"}
+    )
+
+
+def _frozen(now: datetime) -> Clock:
+    return lambda: now
 
 
 def _requested_upgrade(connection: str | None, upgrade: str | None) -> str | None:

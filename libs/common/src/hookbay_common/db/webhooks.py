@@ -1,4 +1,5 @@
-"""The ``webhooks`` collection; secrets are sealed with ``SecretBox`` before they are stored."""
+"""The ``webhooks`` collection; secrets (the webhook's ``secret`` and every secret of its
+``verification``) are sealed with ``SecretBox`` before they are stored."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pymongo.errors import DuplicateKeyError
 from hookbay_common.clock import utcnow
 from hookbay_common.db.client import Collections, Database
 from hookbay_common.errors import WebhookAlreadyExists, WebhookNotFound
-from hookbay_common.models import Webhook
+from hookbay_common.models import Webhook, WebhookVerification
 from hookbay_common.secrets_box import SecretBox
 
 _UNSET: Any = object()
@@ -24,19 +25,29 @@ class WebhookRepository:
         self._box = box
 
     def _to_document(self, webhook: Webhook) -> dict[str, Any]:
-        doc = webhook.model_dump(mode="python", exclude={"id", "secret"})
+        doc = webhook.model_dump(mode="python", exclude={"id", "secret", "verification"})
         doc["_id"] = webhook.id
         doc["secret"] = self._seal(webhook.secret)
+        doc["verification"] = self._seal_verification(webhook.verification)
         return doc
 
     def _seal(self, secret: SecretStr | None) -> str | None:
         return self._box.seal(secret.get_secret_value()) if secret else None
+
+    def _seal_verification(self, verification: WebhookVerification | None) -> Any:
+        return verification.to_document(self._box.seal) if verification else None
 
     def _from_document(self, doc: dict[str, Any]) -> Webhook:
         doc = dict(doc)
         doc["id"] = doc.pop("_id")
         sealed = doc.pop("secret", None)
         doc["secret"] = SecretStr(self._box.open(sealed)) if sealed else None
+        verification = doc.pop("verification", None)
+        doc["verification"] = (
+            WebhookVerification.from_document(verification, self._box.open)
+            if verification
+            else None
+        )
         return Webhook.model_validate(doc)
 
     async def create(self, webhook: Webhook) -> Webhook:
@@ -87,11 +98,15 @@ class WebhookRepository:
         secret: SecretStr | None = _UNSET,
         forward_url: str | None = _UNSET,
         active: bool | None = None,
+        verification: WebhookVerification | None = _UNSET,
     ) -> Webhook:
-        """Change the named fields; ``None`` for ``secret``/``forward_url`` removes them."""
+        """Change the named fields; ``None`` for ``secret``/``forward_url``/``verification``
+        removes them."""
         changes: dict[str, Any] = {"updated_at": utcnow()}
         if secret is not _UNSET:
             changes["secret"] = self._seal(secret)
+        if verification is not _UNSET:
+            changes["verification"] = self._seal_verification(verification)
         if forward_url is not _UNSET:
             changes["forward_url"] = forward_url
         if active is not None:

@@ -1,9 +1,12 @@
-"""Signature verification of received requests: one small interface (``Verifier``, in
-``base``), one module per scheme (``hookbay``), and the registry that maps a scheme name to its
-verifier (``registry``). The receive pipeline calls a verifier only through ``Verifier``."""
+"""Verification of received requests: one small interface (``Verifier``, and ``Handshake`` for
+schemes whose sender proves the URL first, in ``base``), one module per scheme, and the registry
+that maps a verification type to its verifier and builds each webhook's check (``registry``).
+The receive pipeline calls a verifier only through these interfaces."""
 
 from hookbay_ingest.verification.base import (
     Clock,
+    Handshake,
+    HandshakeAnswer,
     InvalidReason,
     MatchedSecret,
     SignedRequest,
@@ -19,6 +22,8 @@ from hookbay_ingest.verification.registry import (
     UnknownScheme,
     VerifierFactory,
     VerifierRegistry,
+    WebhookCheck,
+    build_check,
 )
 
 __all__ = [
@@ -27,6 +32,8 @@ __all__ = [
     "PRESETS",
     "SIGNATURE_HEADER",
     "Clock",
+    "Handshake",
+    "HandshakeAnswer",
     "HookbayVerifier",
     "InvalidReason",
     "MatchedSecret",
@@ -37,4 +44,6 @@ __all__ = [
     "Verifier",
     "VerifierFactory",
     "VerifierRegistry",
+    "WebhookCheck",
+    "build_check",
 ]

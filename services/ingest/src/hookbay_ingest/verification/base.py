@@ -7,40 +7,23 @@ clock (``hookbay_common.clock.utcnow`` outside tests) for schemes that bound a s
 It answers a ``Verification``: valid, with the secret that matched, or invalid, with the reason.
 
 A verifier never raises for anything a sender controls (a malformed header is ``bad_signature``),
-never logs, and compares digests in constant time. It is stateless: one instance serves every
-request of every webhook that uses its scheme.
+never logs, and compares digests in constant time. It is built once per webhook configuration
+(the tolerance, public URL or key it needs) and keeps no state between requests.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
+
+from hookbay_common.models import HandshakeKind
+from hookbay_common.models import InvalidReason as InvalidReason
+from hookbay_common.models import MatchedSecret as MatchedSecret
 
 Clock = Callable[[], datetime]
 """Now, timezone-aware UTC (``hookbay_common.clock.utcnow``); tests pass a fixed one."""
-
-
-class InvalidReason(StrEnum):
-    """Why a request's signature was refused."""
-
-    MISSING_SIGNATURE = "missing_signature"
-    """The scheme's signature header is absent (or blank)."""
-    BAD_SIGNATURE = "bad_signature"
-    """A signature is present but matches no secret (or cannot be read)."""
-    TIMESTAMP_OUT_OF_TOLERANCE = "timestamp_out_of_tolerance"
-    """The signed timestamp is further from the clock than the scheme tolerates (replay)."""
-    UNSUPPORTED_VERSION = "unsupported_version"
-    """The signature names a scheme version or algorithm the verifier does not implement."""
-
-
-class MatchedSecret(StrEnum):
-    """Which of a webhook's secrets a valid signature was made with."""
-
-    CURRENT = "current"
-    PREVIOUS = "previous"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +33,16 @@ class SigningSecrets:
 
     current: str
     previous: str | None = None
+    keys: tuple[tuple[bytes, MatchedSecret], ...] = field(init=False, repr=False, compare=False)
+    """``candidates`` as UTF-8 key bytes, encoded once."""
+
+    def __post_init__(self) -> None:
+        keys = tuple((secret.encode(), slot) for secret, slot in self.candidates())
+        object.__setattr__(self, "keys", keys)
+
+    def key(self, slot: MatchedSecret) -> bytes:
+        """The UTF-8 bytes of the secret in ``slot``."""
+        return next(key for key, held in self.keys if held is slot)
 
     def candidates(self) -> tuple[tuple[str, MatchedSecret], ...]:
         """The secrets to try, current first."""
@@ -71,6 +64,7 @@ class SignedRequest:
     """As ``hookbay_common.headers.join_headers`` captures them."""
     query_string: str = ""
     """The raw query string, without ``?``, latin-1 decoded (byte for byte)."""
+    method: str = "POST"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +93,43 @@ class Verification:
 
 
 class Verifier(Protocol):
-    """One signature scheme (``hookbay``, and later one module per provider preset)."""
+    """One signature scheme (``hookbay``, and one module per provider preset), built for one
+    webhook's configuration (``registry.PRESETS``)."""
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         """Whether ``request`` was signed with one of ``secrets`` under this scheme; ``clock`` is
         now, for a scheme that bounds a signed timestamp. Pure apart from reading ``clock``."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class HandshakeAnswer:
+    """A handshake's outcome: ``verification`` of the handshake's own authenticity (``None``
+    for a handshake the sender does not sign and nothing else can check), and, when it is
+    valid or unverifiable, the reply's ``body`` and ``media_type``."""
+
+    verification: Verification | None
+    body: bytes = b""
+    media_type: str = "text/plain; charset=utf-8"
+
+    @property
+    def refused(self) -> bool:
+        return self.verification is not None and not self.verification.valid
+
+
+@runtime_checkable
+class Handshake(Protocol):
+    """A scheme whose sender proves the URL before it delivers (Slack, Zoom, Meta, X).
+
+    ``detect`` runs on every request of a webhook with this scheme and must be cheap for a
+    request that is not a handshake; ``answer`` checks the handshake's authenticity before it
+    computes anything with a secret (else the endpoint would sign what a stranger asks)."""
+
+    methods: frozenset[str]
+    """The HTTP methods handshakes come with (``GET`` is accepted only for these schemes)."""
+
+    def detect(self, request: SignedRequest) -> HandshakeKind | None: ...
+
+    def answer(
+        self, kind: HandshakeKind, request: SignedRequest, secrets: SigningSecrets, clock: Clock
+    ) -> HandshakeAnswer: ...

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 from typing import Final
 
+from hookbay_common.models import WebhookVerification
 from hookbay_ingest.verification.base import (
     Clock,
     InvalidReason,
@@ -31,6 +32,9 @@ _ACCEPTED: Final = {slot: Verification.accepted(slot) for slot in MatchedSecret}
 
 
 class HookbayVerifier:
+    def __init__(self, config: WebhookVerification | None = None) -> None:
+        pass
+
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         presented = request.headers.get(SIGNATURE_HEADER)
         if presented is None or not presented.strip():
@@ -40,8 +44,8 @@ class HookbayVerifier:
             value = value[len(_PREFIX) :].strip()
         # a non-ASCII character cannot be a hex digit: replaced, it still compares unequal
         digest = value.lower().encode("ascii", "replace")
-        for secret, slot in secrets.candidates():
-            expected = hmac.new(secret.encode(), request.body, hashlib.sha256).hexdigest()
+        for key, slot in secrets.keys:
+            expected = hmac.new(key, request.body, hashlib.sha256).hexdigest()
             if hmac.compare_digest(expected.encode(), digest):
                 return _ACCEPTED[slot]
         return _BAD

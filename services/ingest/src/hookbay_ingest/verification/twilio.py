@@ -1,0 +1,69 @@
+"""Twilio: ``X-Twilio-Signature`` is the base64 HMAC-SHA1 (keyed with the auth token) of the
+URL Twilio requested followed, for a form body, by every parameter as ``name + value`` in name
+order (each name's values sorted, duplicates once), no separators. A JSON body is signed through
+the URL instead: its query carries ``bodySHA256``, the hex SHA-256 of the body, checked here.
+
+The URL is the configured ``public_url`` (what is set at Twilio, scheme and host included,
+never one rebuilt from proxy headers); when it has no query, the request's query is appended.
+No timestamp: Twilio's scheme has no replay protection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Final
+from urllib.parse import parse_qs, parse_qsl
+
+from hookbay_common.models import SignatureEncoding, WebhookVerification
+from hookbay_ingest.verification._engine import (
+    BAD,
+    MISSING,
+    decoded_all,
+    header,
+    mac,
+    match,
+    verdict,
+)
+from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
+
+SIGNATURE_HEADER: Final = "x-twilio-signature"
+FORM: Final = "application/x-www-form-urlencoded"
+
+
+class TwilioVerifier:
+    def __init__(self, config: WebhookVerification) -> None:
+        self._url = config.public_url or ""
+
+    def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
+        value = header(request, SIGNATURE_HEADER)
+        if value is None:
+            return MISSING
+        url = self._url
+        if "?" not in url and request.query_string:
+            url = f"{url}?{request.query_string}"
+        body_hash = parse_qs(url.partition("?")[2]).get("bodySHA256")
+        if body_hash is not None:
+            digest = hashlib.sha256(request.body).hexdigest().encode()
+            if not hmac.compare_digest(digest, body_hash[0].lower().encode()):
+                return BAD
+            signed = url.encode()
+        else:
+            signed = (url + _form_string(request)).encode()
+        presented = decoded_all([value], SignatureEncoding.BASE64)
+        return verdict(match(secrets, presented, lambda k: mac(k, hashlib.sha1, signed)))
+
+
+def _form_string(request: SignedRequest) -> str:
+    """The sorted ``name + value`` concatenation of a form body ("" for any other body)."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.lower().startswith(FORM):
+        return ""
+    try:
+        pairs = parse_qsl(request.body.decode(), keep_blank_values=True)
+    except UnicodeDecodeError:
+        return ""
+    values: dict[str, set[str]] = {}
+    for name, value in pairs:
+        values.setdefault(name, set()).add(value)
+    return "".join(name + value for name in sorted(values) for value in sorted(values[name]))
