@@ -31,7 +31,7 @@ CHROMIUM := /usr/lib/chromium/chromium
 help:
 	@echo "make run        install everything, start the whole stack with demo data (Ctrl-C stops it)"
 	@echo "make test       install everything, start real Kafka/FerretDB/Redis, lint, run all tests"
-	@echo "make lint       ruff + mypy (strict) + biome + tsc + the OpenAPI client drift check"
+	@echo "make lint       ruff + mypy (strict) + import contracts + biome + tsc + the OpenAPI client drift check"
 	@echo "make web        build the dashboard SPA (cached: rebuilt only when its sources change)"
 	@echo "make api-client regenerate the SPA's typed API client from the API's OpenAPI"
 	@echo "make screenshots  every dashboard screen, light and dark, into docs/screenshots/"
@@ -48,7 +48,8 @@ $(UV):
 	python3 -m venv .cache/tools
 	.cache/tools/bin/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
-.venv/.synced: $(UV) uv.lock pyproject.toml libs/common/pyproject.toml $(wildcard services/*/pyproject.toml)
+.venv/.synced: $(UV) uv.lock pyproject.toml libs/common/pyproject.toml $(wildcard services/*/pyproject.toml) \
+             tools/dev/pyproject.toml
 	$(UV) sync --frozen --all-packages --python 3.11 -q
 	@touch $@
 
@@ -95,6 +96,8 @@ lint: .venv/.synced $(WEB)/node_modules/.installed $(WEB)/openapi-gen/node_modul
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy
+	$(UV) run --frozen python scripts/check_links.py
+	$(UV) run --frozen lint-imports --no-cache
 	cd $(WEB) && $(NPX) biome ci src && $(NPX) tsc --noEmit -p .
 	@mkdir -p .cache
 	@$(UV) run --frozen python scripts/openapi_spa.py .cache/openapi.json
@@ -140,16 +143,16 @@ bench: install web
 	@$(INFRA) up
 	$(UV) run --frozen python scripts/bench.py
 
-# the chaos suite (issue 19): its own servers on their own ports (.cache/chaos-run), never the
+# the chaos suite: its own servers on their own ports (.cache/chaos-run), never the
 # `make run` or `make test` ones; ~60 min (scenarios ~15, fuzzing ~10, soak 30); figures in
 # docs/reliability.md. CHAOS_ARGS="--scenarios kafka-restart --soak-minutes 0 --fuzz 0" for one part.
 chaos: install
-	$(UV) run --frozen python scripts/chaos.py $(CHAOS_ARGS)
+	$(UV) run --frozen python -m scripts.chaos $(CHAOS_ARGS)
 
 clean: infra-down
 	rm -rf .venv .cache/run .cache/test-run .cache/chaos-run
 
-# --- deployables (issue 17): tools, images and engine state under .cache/ (deploy/check, deploy/docker)
+# --- deployables: tools, images and engine state under .cache/ (deploy/check, deploy/docker)
 deploy-check: .venv/.synced
 	@deploy/check/run.sh
 

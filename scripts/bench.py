@@ -59,8 +59,9 @@ from benchlib import (
     on_sigterm,
     package_versions,
     percentile,
-    wait_http,
 )
+
+from hookbay_dev.processes import Processes, ServiceProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -195,45 +196,17 @@ def load_main(port: int, rate: int, warmup: float, duration: float) -> None:
 # --------------------------------------------------------------------------- processes
 
 
-class Procs:
-    """Processes started by this run; ``stop_all`` ends each by its own pid."""
-
-    def __init__(self) -> None:
-        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-
-    def start(
-        self, name: str, argv: list[str], env: dict[str, str], log: Path
-    ) -> subprocess.Popen[bytes]:
-        with log.open("wb") as out:
-            proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        self.procs.append((name, proc))
-        return proc
-
-    def stop(self, proc: subprocess.Popen[bytes], grace: float = 35.0) -> None:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        self.procs = [(n, p) for n, p in self.procs if p is not proc]
-
-    def stop_all(self) -> None:
-        for _, proc in list(reversed(self.procs)):
-            with contextlib.suppress(Exception):
-                self.stop(proc)
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
+def wait_port(port: int, process: ServiceProcess, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"port {port}: server exited ({proc.returncode}); see {log}")
+        if process.exited:
+            raise RuntimeError(
+                f"port {port}: server exited ({process.proc.returncode}); see {process.log_path}"
+            )
         with contextlib.suppress(OSError), socket.create_connection((HOST, port), timeout=1):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"port {port}: not listening after {timeout:.0f} s; see {log}")
+    raise RuntimeError(f"port {port}: not listening after {timeout:.0f} s; see {process.log_path}")
 
 
 def cli(env: dict[str, str], *args: str, exists_ok: bool = False) -> None:
@@ -458,7 +431,7 @@ wrk.headers["Content-Type"] = "application/json"
 
 @contextlib.contextmanager
 def server(
-    procs: Procs,
+    procs: Processes,
     name: str,
     argv: list[str],
     env: dict[str, str],
@@ -467,15 +440,16 @@ def server(
     port: int,
 ) -> Iterator[None]:
     log = logs / f"{name}.log"
-    proc = procs.start(name, argv, env, log)
+    log.unlink(missing_ok=True)  # each run's log alone
+    process = procs.launch(argv, env, log)
     try:
         if ready_url:
-            wait_http(ready_url, proc, log)
+            process.wait_ready(ready_url)
         else:
-            wait_port(port, proc, log)
+            wait_port(port, process)
         yield
     finally:
-        procs.stop(proc)
+        procs.stop(process, grace=35.0)
 
 
 def run(store: list[str] | None) -> int:
@@ -502,7 +476,7 @@ def run(store: list[str] | None) -> int:
         "HOOKBAY_PLANS_FILE": str(plans),
     }
     uvicorn_flags = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--host", HOST]
-    procs = Procs()
+    procs = Processes()
     sat: dict[str, WrkResult] = {}
     fixed: list[LoadResult] = []
     try:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Configuration propagation and CLI start-up (issue 13); writes its section of docs/benchmarks.md.
+"""Configuration propagation and CLI start-up; writes its section of docs/benchmarks.md.
 
 Propagation: two ingest replicas (``python -m hookbay_ingest``, in-process rate limiters), the
 dashboard API (``python -m hookbay_dashboard``) and the local Kafka and FerretDB (`make infra-up`).

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -59,6 +58,8 @@ from benchlib import (
     package_versions,
     percentile,
 )
+
+from hookbay_dev.processes import Processes, ServiceProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -226,64 +227,11 @@ def load_main(spec_json: str) -> None:
 # --------------------------------------------------------------------------- processes
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM it when this script dies, however it dies."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-class Procs:
-    """Processes started by this run; ``stop`` ends each by its own pid."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self, argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                argv,
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,  # no threads here
-            )
-        self.procs.append(proc)
-        return proc
-
-    def stop(self, proc: subprocess.Popen[bytes], grace: float = 30.0) -> None:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        self.procs = [p for p in self.procs if p is not proc]
-
-    def stop_all(self) -> None:
-        for proc in list(reversed(self.procs)):
-            with contextlib.suppress(Exception):
-                self.stop(proc)
-
-
 def http(url: str, *, method: str = "GET", body: bytes | None = None, timeout: float = 5) -> bytes:
     request = urllib.request.Request(url, data=body, method=method)  # noqa: S310 - http://127.0.0.1 only
     with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310
         data: bytes = resp.read()
         return data
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: process exited ({proc.returncode}); see {log}")
-        with contextlib.suppress(urllib.error.URLError, OSError):
-            http(url, timeout=2)
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{url}: not ready after {timeout:.0f} s; see {log}")
 
 
 def stats(receiver: str, **flags: int) -> dict[str, Any]:
@@ -549,7 +497,7 @@ def _metric(text: str, name: str) -> float:
 class Bench:
     def __init__(self, work: Path) -> None:
         self.work = work
-        self.procs = Procs()
+        self.procs = Processes()
         base = {k: v for k, v in os.environ.items() if not k.startswith("HOOKBAY_")}
         base["PYTHONPATH"] = str(ROOT)
         self.base_env = base
@@ -589,13 +537,13 @@ class Bench:
         log = self.work / "receiver.log"
         argv = [sys.executable, str(RECEIVER), "--port", str(self.receiver_port)]
         argv += ["--slow-seconds", str(SLOW_SECONDS)]
-        proc = self.procs.start(argv, self.base_env, log)
+        proc = self.procs.launch(argv, self.base_env, log, die_with_parent=True)
         self.receiver_pid = proc.pid
-        wait_http(f"{self.receiver}/_health", proc, log)
+        proc.wait_ready(f"{self.receiver}/_health")
 
     def start_forwarder(
         self, namespace: str, profile: str | None = None
-    ) -> tuple[subprocess.Popen[bytes], int]:
+    ) -> tuple[ServiceProcess, int]:
         port = free_port()
         env = self.env | {
             "HOOKBAY_KAFKA_NAMESPACE": namespace,
@@ -605,8 +553,8 @@ class Bench:
         if profile:
             argv = ["-m", "cProfile", "-o", profile, *argv]
         log = self.work / f"forwarder-{namespace}.log"
-        proc = self.procs.start([sys.executable, *argv], env, log)
-        wait_http(f"http://{HOST}:{port}/readyz", proc, log)
+        proc = self.procs.launch([sys.executable, *argv], env, log, die_with_parent=True)
+        proc.wait_ready(f"http://{HOST}:{port}/readyz")
         return proc, port
 
     def set_slow(self, seconds: float) -> None:
@@ -629,7 +577,7 @@ class Bench:
         first_seen: float | None = None
         deadline = time.monotonic() + A_START_TIMEOUT_S
         s: dict[str, Any] = {}
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and not proc.exited:
             s = stats(self.receiver)
             if first_seen is None and s["count"] > 0:
                 first_seen = time.monotonic()
@@ -692,8 +640,9 @@ class Bench:
             "HOOKBAY_INGEST_HOST": HOST,
         }
         log = self.work / "ingest.log"
-        ingest = self.procs.start([sys.executable, "-m", "hookbay_ingest"], env, log)
-        wait_http(f"http://{HOST}:{port}/readyz", ingest, log)
+        argv = [sys.executable, "-m", "hookbay_ingest"]
+        ingest = self.procs.launch(argv, env, log, die_with_parent=True)
+        ingest.wait_ready(f"http://{HOST}:{port}/readyz")
         self.prime(port)
         phases = []
         # B at the highest rate last: if the forwarder cannot keep up, its backlog then delays
@@ -712,7 +661,7 @@ class Bench:
                 time.sleep(SLOW_SECONDS + 1)
             print(f"bench-forwarder: {name} ({fast}+{slow} req/s, {duration:.0f} s)", flush=True)
             phases.append(self.phase(name, port, fast, slow, duration, fwd.pid, ingest.pid))
-            if fwd.poll() is not None or ingest.poll() is not None:
+            if fwd.exited or ingest.exited:
                 raise RuntimeError(f"forwarder or ingest exited during {name}; see {self.work}")
         self.procs.stop(ingest)
         self.procs.stop(fwd)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -29,6 +28,7 @@ from hookbay_common.kafka import create_producer, ensure_topics
 from hookbay_common.models import Attempt, AttemptTrigger, Event
 from hookbay_common.topics import Topics
 from hookbay_common.wire import encode_attempt, encode_event
+from hookbay_dev.processes import launch
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = os.environ.get("HOOKBAY_BENCH_KAFKA", "127.0.0.1:9092")
@@ -79,9 +79,7 @@ async def main(count: int) -> None:
     mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(MONGO)
     events = mongo[database]["events"]
     started = time.monotonic()
-    proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
-        [sys.executable, "-m", "hookbay_forwarder", "recorder"], env=env
-    )
+    proc = launch([sys.executable, "-m", "hookbay_forwarder", "recorder"], env, None)
     try:
         first = None
         while (done := await events.count_documents({"status": "success"})) < count:
@@ -95,8 +93,7 @@ async def main(count: int) -> None:
               f"from process start: {count / elapsed:,.0f} events/s "
               f"({count / (time.monotonic() - (first or started)):,.0f}/s after the first write)")  # fmt: skip
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        proc.stop(grace=30)
         await mongo.drop_database(database)
         await mongo.close()
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The dashboard SPA's budgets (issue 16); writes its section of docs/benchmarks.md.
+"""The dashboard SPA's budgets; writes its section of docs/benchmarks.md.
 
 1. Bundle: from the build manifest (``make web``), the JavaScript and CSS the first page load
    needs (the entry chunk and its static imports; lazily loaded chunks excluded), gzip-compressed
@@ -24,7 +24,6 @@ import gzip
 import json
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchlib import free_port, machine, percentile, wait_http, write_doc_block
+from benchlib import free_port, machine, percentile, write_doc_block
 from playwright.async_api import async_playwright
 
 from hookbay_common.clock import utcnow
@@ -44,6 +43,7 @@ from hookbay_common.plans import load_plans
 from hookbay_common.secrets_box import SecretBox
 from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.spa import STATIC_DIR
+from hookbay_dev.processes import launch_role, running
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -129,21 +129,9 @@ async def store(mongo_url: str, secret_key: str, count: int) -> tuple[str, str]:
 
 @contextlib.contextmanager
 def dashboard(env: dict[str, str], log: Path) -> Any:
-    port = free_port()
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hookbay_dashboard"],
-            env={**os.environ, **env, "HOOKBAY_DASHBOARD_PORT": str(port),
-                 "HOOKBAY_DASHBOARD_HOST": "127.0.0.1"},
-            stdout=subprocess.DEVNULL, stderr=out,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{base}/readyz", proc, log)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    process = launch_role("dashboard", {**os.environ, **env}, log, free_port())
+    with running(process, grace=30):
+        yield process.base
 
 
 SCROLL_TO_END = """async (expected) => {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The stats processor and the stats API (issue 18): how many events and attempts per second the
+"""The stats processor and the stats API: how many events and attempts per second the
 processor counts, and how fast ``GET /webhooks/{name}/stats`` answers over 1 hour, 24 hours and
 7 days of stored buckets. Writes its section of docs/benchmarks.md.
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -41,8 +42,9 @@ from benchlib import free_port, local_env, machine, percentile, service, write_d
 from prometheus_client.parser import text_string_to_metric_families
 from pymongo import MongoClient
 
+from hookbay_dev.processes import launch
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 HOOKBAY = Path(sys.executable).parent / "hookbay"
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = (
@@ -86,7 +88,7 @@ async def backlog(env: dict[str, str], count: int) -> dict[str, int]:
     from hookbay_common.kafka import ensure_configured_topics
     from hookbay_common.models import AttemptTrigger
     from hookbay_common.wire import encode_attempt, encode_event
-    from tests.support.factories import create_attempt, create_event
+    from hookbay_dev.factories import create_attempt, create_event
 
     s = settings(env)
     await ensure_configured_topics(s)
@@ -146,10 +148,7 @@ def throughput(env: dict[str, str], count: int) -> dict[str, Any]:
     sent = asyncio.run(backlog(env, count))
     total = 2 * count
     port = env["HOOKBAY_STATS_METRICS_PORT"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hookbay_forwarder", "stats"], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    proc = launch([sys.executable, "-m", "hookbay_forwarder", "stats"], env, Path(os.devnull))
     started = time.monotonic()
     samples: list[tuple[float, float]] = []
     done_at = None
@@ -162,16 +161,15 @@ def throughput(env: dict[str, str], count: int) -> dict[str, Any]:
             if records >= total and _counted(env) == sent:
                 done_at = time.monotonic() - started
                 break
-            if proc.poll() is not None:
-                raise RuntimeError(f"the stats process exited ({proc.returncode})")
+            if proc.exited:
+                raise RuntimeError(f"the stats process exited ({proc.proc.returncode})")
             time.sleep(0.25)
         rss = _rss_mb(proc.pid)
         final = scrape(port)
         late = final.get("hookbay_stats_late_records_total", 0.0)
         reseeks = final.get("hookbay_stats_reseeks_total", 0.0)
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        proc.stop(grace=60)
     t10 = next(t for t, r in samples if r >= 0.1 * total)
     t90 = next(t for t, r in samples if r >= 0.9 * total)
     counted = _counted(env)

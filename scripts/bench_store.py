@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The event store at scale (issue 15; run by ``make bench``).
+"""The event store at scale (run by ``make bench``).
 
     .venv/bin/python scripts/bench_store.py [--events 10000,100000,1000000] [--samples 50]
         [--mongo-url mongodb://127.0.0.1:27017] [--no-write]
@@ -543,7 +543,7 @@ async def main() -> None:
         block = render(stages, retention, command.strip(), started)
         print(block)
         if not args.no_write:
-            write_doc_block(DOC, BEGIN, END, "## Event store at scale (issue 15)", block)
+            write_doc_block(DOC, BEGIN, END, "## Event store at scale", block)
     finally:
         if not args.keep:
             with contextlib.suppress(Exception):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Accepted → visible: how long after ingest's 200 an event is listed by the dashboard API, at a
-sustained request rate (issue 15: p99 ≤ 1 s at 300 events/s). Writes its section of
+sustained request rate (target: p99 ≤ 1 s at 300 events/s). Writes its section of
 docs/benchmarks.md.
 
     .venv/bin/python scripts/bench_visible.py [--rate 300] [--seconds 60] [--db NAME] [--no-write]

@@ -1,5 +1,6 @@
 """Helpers shared by the benchmark scripts (run as ``python scripts/<bench>.py``, so this module
-is importable as ``benchlib``)."""
+is importable as ``benchlib``). Processes are started by the launcher shared with the tests
+(``hookbay_dev.processes``); the doc write-up helpers come from ``hookbay_dev.reports``."""
 
 from __future__ import annotations
 
@@ -10,13 +11,32 @@ import os
 import platform
 import re
 import socket
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+
+from hookbay_common.localenv import local_defaults
+from hookbay_dev.processes import ServiceProcess, launch, running
+from hookbay_dev.reports import machine, write_doc_block
+
+__all__ = [
+    "HOST",
+    "ROOT",
+    "SEND_ERRORS",
+    "KeepAlivePool",
+    "ferretdb_version",
+    "free_port",
+    "kafka_version",
+    "local_env",
+    "machine",
+    "make_body",
+    "on_sigterm",
+    "package_versions",
+    "percentile",
+    "read_response",
+    "service",
+    "write_doc_block",
+]
 
 HOST = "127.0.0.1"  # benchmarks send traffic to loopback only
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,37 +79,6 @@ def free_port() -> int:
 
 def on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
-
-
-def write_doc_block(doc: Path, begin: str, end: str, heading: str, block: str) -> None:
-    """Put ``block`` (which starts with ``begin`` and ends with ``end``) in ``doc`` in place of
-    the previous one; the first time, append it under ``heading``. Text outside stays."""
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
-    if begin in text and end in text:
-        before, rest = text.split(begin, 1)
-        doc.write_text(before + block + rest.split(end, 1)[1])
-        return
-    doc.write_text(text.rstrip("\n") + f"\n\n{heading}\n\n" + block + "\n")
-
-
-def machine() -> str:
-    """Cores, CPU model, memory and kernel of this machine, for a benchmark's write-up."""
-    mem_kib = 0
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    gib = round(mem_kib / 1024 / 1024)
-    return (
-        f"{os.cpu_count()} cores ({model or platform.machine()}), {gib} GiB RAM, "
-        f"{platform.system()} {platform.release()}, loopback (127.0.0.1) only"
-    )
 
 
 def package_versions(*dists: str) -> dict[str, str]:
@@ -184,33 +173,9 @@ class KeepAlivePool:
         self._idle.clear()
 
 
-def wait_http(
-    url: str, proc: subprocess.Popen[bytes], log: Path | str, timeout: float = 60.0
-) -> None:
-    """Wait until ``url`` answers 200 (a server's /readyz), polling with a deadline; fail
-    at once when ``proc`` exits. ``log`` is named in the error."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: server exited ({proc.returncode}); see {log}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 (fixed http://127.0.0.1 URL)
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url}: not ready after {timeout:.0f} s; see {log}")
-
-
 def local_env() -> dict[str, str]:
     """This process's environment without its ``HOOKBAY_*`` settings (the ``HOOKBAY_INFRA_*``
     ports kept), plus the local infrastructure's defaults, as ``make run`` has them."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "libs" / "common" / "src"))
-    from hookbay_common.localenv import local_defaults
-
     env = {
         k: v
         for k, v in os.environ.items()
@@ -221,12 +186,7 @@ def local_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def service(argv: list[str], env: dict[str, str], ready_url: str) -> Iterator[None]:
+def service(argv: list[str], env: dict[str, str], ready_url: str) -> Iterator[ServiceProcess]:
     """Run ``argv`` (output discarded) until the block ends; enter once ``ready_url`` answers."""
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_http(ready_url, proc, "stderr discarded")
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    with running(launch(argv, env, Path(os.devnull)), ready_url) as process:
+        yield process

@@ -2,9 +2,13 @@
 fault per scenario; every accepted event checked end to end (``tests/chaos``). Figures go to
 ``docs/reliability.md`` (between the ``chaos`` markers) and ``.cache/chaos-run/results.json``.
 
-    python scripts/chaos.py [--scenarios baseline,kafka-restart,...|none] [--rate 150]
+    python -m scripts.chaos [--scenarios baseline,kafka-restart,...|none] [--rate 150]
                             [--fuzz 10000] [--fuzz-seed N]
                             [--soak-minutes 30] [--soak-rate 100] [--no-doc]
+
+It runs as a module from the repository root (not as ``python scripts/chaos.py``): the suite it
+drives is the package ``tests.chaos``, importable only with the root on ``sys.path``, which
+``python -m`` puts there without this script editing ``sys.path``.
 
 After the scenarios, ``--fuzz N`` inputs are sent to each public surface (``tests/chaos/fuzzing.py``:
 ingest's receiving endpoint, the dashboard API) with a seed derived from the date unless
@@ -27,15 +31,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchlib import machine, write_doc_block
+from hookbay_common.db import client as db_client
+from hookbay_dev.reports import machine, write_doc_block
+from tests.chaos import scenarios, soak
+from tests.chaos.fuzzing import fuzz_stack, run_fuzzing
+from tests.chaos.stack import RUN_DIR, SERVICE_ENV, Infra, infrastructure
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from hookbay_common.db import client as db_client  # noqa: E402
-from tests.chaos import scenarios, soak  # noqa: E402
-from tests.chaos.fuzzing import fuzz_stack, run_fuzzing  # noqa: E402
-from tests.chaos.stack import RUN_DIR, SERVICE_ENV, Infra, infrastructure  # noqa: E402
 
 DOC = ROOT / "docs" / "reliability.md"
 SOAK_PNG = ROOT / "docs" / "reliability-soak.png"
@@ -139,10 +141,10 @@ async def main() -> int:
         json.dumps({"scenarios": results, "fuzz": fuzzed, "soak": soaked}, indent=2)
     )
     if not args.no_doc:
-        command = " ".join(["python", *sys.argv])
+        command = " ".join(["python -m scripts.chaos", *sys.argv[1:]])
         if results:
             block = report(results, command, args.rate)
-            write_doc_block(DOC, BEGIN, END, "## Chaos suite (issue 19)", block)
+            write_doc_block(DOC, BEGIN, END, "## Chaos suite", block)
         if fuzzed is not None:
             block = fuzz_report(fuzzed, command)
             write_doc_block(DOC, FUZZ_BEGIN, FUZZ_END, "## Fuzzing", block)

@@ -24,6 +24,7 @@ from types import FrameType
 from seed_demo import local_ingest, send_demo_events
 
 from hookbay_common.localenv import local_defaults
+from hookbay_dev.processes import ServiceProcess, launch
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -101,26 +102,21 @@ hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]},
 class Supervisor:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
-        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.children: list[ServiceProcess] = []
         self.stopping = threading.Event()
 
     def start(self) -> None:
+        """Each service with this terminal's output (``make run`` shows their logs)."""
         for name, argv, _, _ in SERVICES:
-            self.children.append((name, subprocess.Popen(argv, env=self.env, cwd=ROOT)))
+            self.children.append(launch(argv, self.env, None, role=name))
 
     def wait_ready(self, timeout: float = 60) -> bool:
         """Until every service answers 200 on /readyz; False when one exits or time runs out."""
         deadline = time.monotonic() + timeout
-        for (name, _, port_variable, default), (_, child) in zip(
-            SERVICES, self.children, strict=True
-        ):
+        for (name, _, port_variable, default), child in zip(SERVICES, self.children, strict=True):
             url = f"http://127.0.0.1:{self.env.get(port_variable, default)}/readyz"
             while not _answers(url):
-                if (
-                    child.poll() is not None
-                    or self.stopping.is_set()
-                    or time.monotonic() > deadline
-                ):
+                if child.exited or self.stopping.is_set() or time.monotonic() > deadline:
                     print(f"run: {name} did not become ready ({url})", file=sys.stderr)
                     return False
                 time.sleep(0.2)
@@ -129,25 +125,22 @@ class Supervisor:
     def wait(self) -> int:
         """Until a signal arrives (0) or a service exits by itself (1)."""
         while not self.stopping.wait(0.5):
-            for name, child in self.children:
-                if child.poll() is not None:
+            for child in self.children:
+                if child.exited:
                     print(
-                        f"run: {name} exited with status {child.returncode}; stopping",
+                        f"run: {child.role} exited with status {child.proc.returncode}; stopping",
                         file=sys.stderr,
                     )
                     return 1
         return 0
 
     def stop(self) -> None:
-        for _, child in self.children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for name, child in self.children:
-            try:
-                child.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                print(f"run: {name} did not stop within 20 s; killing it", file=sys.stderr)
-                child.kill()
+        for child in self.children:  # all told at once, so they shut down side by side
+            if not child.exited:
+                child.terminate()
+        for child in self.children:
+            if child.stop(grace=20):
+                print(f"run: {child.role} did not stop within 20 s; killed it", file=sys.stderr)
 
 
 def _answers(url: str) -> bool:

@@ -1,4 +1,4 @@
-"""Configuration reaches every ingest replica (issue 13), end to end: two real ingest processes,
+"""Configuration reaches every ingest replica, end to end: two real ingest processes,
 the dashboard API on a real server, the CLI as a subprocess, the real Kafka, FerretDB and Redis.
 
 No waits on a clock: a new webhook must be answered 200 by both replicas on the very first
@@ -14,7 +14,9 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -70,8 +72,9 @@ async def replicas(env: dict[str, str], settings: Settings) -> AsyncIterator[Rep
 
 @pytest.fixture(scope="module")
 async def dashboard(env: dict[str, str]) -> AsyncIterator[Dashboard]:
+    fields: dict[str, Any] = {key.removeprefix("HOOKBAY_").lower(): v for key, v in env.items()}
     settings = DashboardSettings(
-        **{key.removeprefix("HOOKBAY_").lower(): value for key, value in env.items()},
+        **fields,
         cookie_secure=False,
         redis_key_prefix=f"hookbay:test:{uuid.uuid4().hex[:8]}:",
     )
@@ -190,7 +193,7 @@ class TestChangesReachEveryReplica:
             return answer.status_code == 429 and answer.json()["plan"] == "free"
 
         for client in replicas.clients:
-            await until(lambda c=client: limited(c), what="the free plan's 429")
+            await until(partial(limited, client), what="the free plan's 429")
         deleted = await admin.client.delete(f"/api/v1/admin/users/{owner.username}")
         assert deleted.status_code == 204, deleted.text
 

@@ -30,8 +30,8 @@ from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.models import AttemptTrigger, DeliveryTask, Event
 from hookbay_common.secrets_box import SecretBox
-from hookbay_forwarder.app import Forwarder
-from hookbay_forwarder.delivery import Deliverer, create_clients, create_session
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.delivery.deliverer import Deliverer, create_clients, create_session
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook, unique_name
 from tests.support.forwarder import running
@@ -216,7 +216,7 @@ class TestUndeliverableHeaders:
         async with running(Forwarder(settings_of(intake.penv))):
             answer = await intake.post(path, headers, body)
             assert answer.status == 200, answer.body
-            await until(lambda: destination.at(url), 30, what="the delivery")
+            await until(lambda: bool(destination.at(url)), 30, what="the delivery")
         [event] = await intake.probe.events(answer.json()["requestId"])
         [arrived] = destination.at(url)
         assert arrived.body == body

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "deploy" / "local" / "infra.sh"
@@ -99,7 +100,7 @@ class TestEmbeddedStoreIndexes:
         from pymongo import MongoClient
 
         name = f"ginfu_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
-        with MongoClient(mongo_url.rsplit("/", 1)[0]) as client:
+        with MongoClient[dict[str, Any]](mongo_url.rsplit("/", 1)[0]) as client:
             try:
                 client[name].events.insert_one({"_id": "evt_1", "request_id": "req_1"})
                 (index,) = [i for i in psql(
@@ -118,7 +119,7 @@ class TestEmbeddedStoreIndexes:
         from pymongo import MongoClient
 
         name = f"gin_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
-        with MongoClient(mongo_url.rsplit("/", 1)[0]) as client:
+        with MongoClient[dict[str, Any]](mongo_url.rsplit("/", 1)[0]) as client:
             db = client[name]
             try:
                 db.events.insert_one({"_id": "evt_1", "request_id": "req_1"})
@@ -158,7 +159,7 @@ class TestEmbeddedStoreIndexes:
                     assert db.events.find_one(query) is not None
                     # Statistics reach the view asynchronously: PostgreSQL 15 defers an idle
                     # backend's flush by PGSTAT_IDLE_INTERVAL (10 s) when it flushed less than
-                    # 1 s before, so a 10 s deadline raced it (CI, session 8).
+                    # 1 s before, so a 10 s deadline raced it (seen in CI).
                     deadline = time.monotonic() + 30
                     while scans(index) == before:
                         assert time.monotonic() < deadline, f"{query} did not use the GIN index"

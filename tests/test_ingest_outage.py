@@ -240,9 +240,9 @@ class TestRedisOutage:
                     redis.wait(timeout=10)
                     accepted = await client.post(f"/w/{username}/{name}", content=b"b")
                     assert accepted.status_code == 200  # fails open: the event is not refused
-                    ready = await client.get("/readyz")
-                    assert ready.status_code == 200  # still ready: intake goes on
-                    assert ready.json() == {
+                    readiness = await client.get("/readyz")
+                    assert readiness.status_code == 200  # still ready: intake goes on
+                    assert readiness.json() == {
                         "ready": True, "kafka": True, "config_view": True, "redis": False
                     }  # fmt: skip
         finally:

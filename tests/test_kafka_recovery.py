@@ -1,4 +1,4 @@
-"""Issue 14: the whole intake recovers from broker restarts by itself, under load.
+"""The whole intake recovers from broker restarts by itself, under load.
 
 Ingest, forwarder and recorder run as real processes against a private Kafka broker (and, in one
 scenario, a private FerretDB); a second process sends signed requests at ``RATE``/s round-robin
@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,8 @@ async def intake(
         "HOOKBAY_KAFKA_SESSION_TIMEOUT_MS": "10000", "HOOKBAY_SHUTDOWN_GRACE": "2",
         "HOOKBAY_VIEW_REFRESH_INTERVAL": "0.5", **overrides,
     }  # fmt: skip
-    settings = Settings(**{k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()})
+    fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
+    settings = Settings(**fields)
     await ensure_configured_topics(settings)
     mongo = db_client.connect(mongo_url)
     db = db_client.database(mongo)
@@ -168,7 +170,7 @@ async def outage(
         interval=0.1, what="503 while the broker is away",
     )  # fmt: skip
     for process in (it.ingest, it.forwarder):
-        await until(lambda p=process: p.answers("/readyz", 503), 30, interval=0.2,
+        await until(partial(process.answers, "/readyz", 503), 30, interval=0.2,
                     what=f"{process.role} not ready while the broker is away")  # fmt: skip
     await asyncio.sleep(max(0.0, down_at + hold - time.time()))  # scenario: stay away this long
     await start()

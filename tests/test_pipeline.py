@@ -24,7 +24,8 @@ from hookbay_common.db import (
 from hookbay_common.models import Event, EventStatus, RejectedReason
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
-from hookbay_forwarder.app import Forwarder, Recorder
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.recorder import Recorder
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook

@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -76,7 +77,7 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str,
 
 def recorded_status(mongo_url: str, request_id: str, timeout: float = 30) -> str:
     deadline = time.monotonic() + timeout
-    with MongoClient(mongo_url) as client:
+    with MongoClient[dict[str, Any]](mongo_url) as client:
         events = client.get_default_database().events
         while (doc := events.find_one({"request_id": request_id})) is None:
             assert time.monotonic() < deadline, f"event {request_id} not recorded"
@@ -84,7 +85,7 @@ def recorded_status(mongo_url: str, request_id: str, timeout: float = 30) -> str
     return str(doc["status"])
 
 
-def failed_delivery(client: httpx.Client, timeout: float = 30) -> dict[str, object]:
+def failed_delivery(client: httpx.Client, timeout: float = 30) -> dict[str, Any]:
     """The demo's failed delivery (webhook ``shipping``), once the forwarder tried it."""
     deadline = time.monotonic() + timeout
     while True:
@@ -92,7 +93,7 @@ def failed_delivery(client: httpx.Client, timeout: float = 30) -> dict[str, obje
         assert page.status_code == 200, page.text
         if page.json()["items"]:
             event_id = page.json()["items"][0]["id"]
-            detail: dict[str, object] = client.get(f"/api/v1/events/{event_id}").json()
+            detail: dict[str, Any] = client.get(f"/api/v1/events/{event_id}").json()
             return detail
         assert time.monotonic() < deadline, "the demo's failed delivery was not recorded"
         time.sleep(0.2)
@@ -145,9 +146,11 @@ class TestRun:
         assert f"curl -sS -X POST '{url}'" in output
         assert f"X-Service-Signature: sha256={signature}" in output
         assert output.rstrip().endswith("run: stopped")
-        with MongoClient(env["HOOKBAY_MONGO_URL"]) as client:
+        with MongoClient[dict[str, Any]](env["HOOKBAY_MONGO_URL"]) as client:
             db = client.get_default_database()
-            assert db.users.find_one({"_id": "demo"})["plan"] == "starter"
+            user = db.users.find_one({"_id": "demo"})
+            assert user is not None
+            assert user["plan"] == "starter"
             assert db.webhooks.count_documents({"username": "demo", "name": "orders"}) == 1
 
         second = start(env)  # idempotent: the demo data exists already

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
+from faust.transport.consumer import Consumer
 
 from hookbay_common.db import Database, EventRepository, StatsRepository
 from hookbay_common.db.stats import Counts, Point
@@ -579,7 +580,7 @@ class LosingStats(StatsProcessor):
         app = super()._create_app(partitions)
         assert self.order is not None
         self.order.stall_after = 1.0  # a record lost last in its partition: sought sooner
-        consumer = app.consumer
+        consumer = cast(Consumer, app.consumer)  # the callback is not on the ConsumerT interface
         deliver = consumer.callback
 
         async def losing(message: Any) -> None:
@@ -668,8 +669,9 @@ class TestThroughThePipeline:
             env, HOOKBAY_RETRY_SCHEDULE="0,1s,2s", HOOKBAY_RETRY_JITTER="0",
             HOOKBAY_FORWARD_TIMEOUT="10", HOOKBAY_STATS_FLUSH_INTERVAL="0.2",
         )  # fmt: skip
+        fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
         dashboard_settings = DashboardSettings(
-            **{key.removeprefix("HOOKBAY_").lower(): value for key, value in penv.items()},
+            **fields,
             cookie_secure=False, redis_key_prefix=f"hookbay:test:{unique_name('s')}:",
         )  # fmt: skip
         urls = {

@@ -144,7 +144,8 @@ async def stack(
         "HOOKBAY_LOGIN_LIMIT_PER_ADDRESS": "10000", "HOOKBAY_LOGIN_LIMIT_PER_USER": "1000",
         "HOOKBAY_REPLAY_POLL_INTERVAL": "0.5",
     }  # fmt: skip
-    settings = Settings(**{k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()})
+    fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
+    settings = Settings(**fields)
     await ensure_configured_topics(settings)
     async with (
         service_process("recorder", penv, logs / "recorder.log"),

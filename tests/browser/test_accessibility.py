@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from axe_playwright_python.async_playwright import Axe
@@ -75,7 +75,7 @@ async def demo_data(stack: Stack) -> tuple[Owner, dict[str, Any], str]:
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 async def test_every_screen_has_no_serious_finding(
-    stack: Stack, browser: Browser, theme: str
+    stack: Stack, browser: Browser, theme: Literal["light", "dark"]
 ) -> None:
     owner, hook, event_id = await demo_data(stack)
     user = await stack.owner()  # not an admin: the 403 page

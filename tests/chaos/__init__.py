@@ -1,1 +1,1 @@
-"""The chaos suite (issue 19): the whole stack under load through faults, fuzzing and a soak."""
+"""The chaos suite: the whole stack under load through faults, fuzzing and a soak."""

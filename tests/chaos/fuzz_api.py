@@ -1,4 +1,4 @@
-"""Fuzzing of the dashboard API (issue 19): schemathesis over its served OpenAPI document, with a
+"""Fuzzing of the dashboard API: schemathesis over its served OpenAPI document, with a
 bearer token, valid and invalid data, one operation at a time and as stateful sequences.
 
 ``fuzz_api(base, token, n, seed)`` sends at least ``n`` generated requests:

@@ -1,4 +1,4 @@
-"""Fuzzing of the receiving endpoint (issue 19): raw HTTP/1.x over asyncio streams, so that it can
+"""Fuzzing of the receiving endpoint: raw HTTP/1.x over asyncio streams, so that it can
 send what no HTTP client library would.
 
 ``fuzz_ingest(base, targets, n, seed)`` sends ``n`` inputs, each on a connection of its own: every
@@ -16,7 +16,7 @@ time and one offending input can be made again from its index (``case(targets, s
 Every answer is judged:
 
 - never a 5xx;
-- every 4xx/5xx body is a JSON object with a string ``error`` (spec §7), except the answer to a
+- every 4xx/5xx body is a JSON object with a string ``error`` (docs/owners/receiving.md, "Answers"), except the answer to a
   ``HEAD``, which has no body by HTTP's rules;
 - the status is one the input may get (each input carries the statuses allowed for it by the
   documented order of checks, README "The receiving endpoint"); 429 is allowed wherever the rate

@@ -1,4 +1,4 @@
-"""One fuzz run of issue 19 on real processes, the same for ``make test`` (``test_fuzz.py``: 300
+"""One fuzz run on real processes, the same for ``make test`` (``test_fuzz.py``: 300
 inputs a surface, seed 0) and ``make chaos`` (``scripts/chaos.py --fuzz N``, a seed a day).
 
 ``fuzz_stack(env, db, logs)`` starts ``python -m hookbay_ingest``, ``python -m hookbay_dashboard``,

@@ -1,4 +1,4 @@
-"""Leak scanning (issue 19): stack traces and known secrets in responses and log lines.
+"""Leak scanning: stack traces and known secrets in responses and log lines.
 
 ``scan(texts, secrets)`` looks at ``(label, text)`` pairs — a response's head and body, a log
 line — and returns one finding per text and problem, naming the label and never the secret

@@ -32,6 +32,7 @@ from hookbay_common.db import client as db_client
 from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
+from hookbay_dev.processes import launch
 from tests.support.broker import ROOT, PrivateServer
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
 from tests.support.kafka import bodies_on_topic
@@ -140,8 +141,8 @@ class Stack:
         self.destination_port = free_port()
         self._ports: dict[str, int] = {}
         self._stack = contextlib.AsyncExitStack()
-        self._load: asyncio.subprocess.Process | None = None
-        self._destination: asyncio.subprocess.Process | None = None
+        self._load: ServiceProcess | None = None
+        self._destination: ServiceProcess | None = None
         self._mongo = db_client.connect(self.env["HOOKBAY_MONGO_URL"], socket_timeout_ms=30_000)
         self.db = db_client.database(self._mongo)
 
@@ -161,7 +162,7 @@ class Stack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         await ensure_configured_topics(self.settings)
         await db_client.migrate(self.db)
-        self._destination = await _spawn(
+        self._destination = _spawn(
             [sys.executable, "-m", "tests.chaos.destination", "--port",
              str(self.destination_port), "--log", str(self.deliveries.path)],
             self.workdir / "destination.log",
@@ -176,10 +177,9 @@ class Stack:
             await self.stop_load()
             await self._stack.aclose()
         finally:
-            if self._destination is not None and self._destination.returncode is None:
+            if self._destination is not None and not self._destination.exited:
                 self._destination.terminate()
-                async with asyncio.timeout(30):
-                    await self._destination.wait()
+                await self._destination.wait(30)
             with contextlib.suppress(PyMongoError):  # the logs stay in the workdir
                 await self._mongo.drop_database(self.db.name)
             await self._mongo.close()
@@ -223,17 +223,16 @@ class Stack:
 
     async def start_load(self, rate: float) -> None:
         bases = [arg for base in self.ingest_bases for arg in ("--base", base)]
-        self._load = await _spawn(
+        self._load = _spawn(
             [sys.executable, "-m", "tests.support.load", str(self.workdir / "targets.json"),
              str(self.answers.path), *bases, "--rate", str(rate), "--mix"],
             self.workdir / "load.log",
         )  # fmt: skip
 
     async def stop_load(self) -> None:
-        if self._load is not None and self._load.returncode is None:
+        if self._load is not None and not self._load.exited:
             self._load.terminate()
-            async with asyncio.timeout(120):
-                await self._load.wait()
+            await self._load.wait(120)
 
     async def destination_mode(self, mode: str) -> None:
         async with httpx.AsyncClient(timeout=5) as client:
@@ -302,12 +301,9 @@ class Stack:
         return {k: p.proc.returncode for k, p in self.processes.items() if p.exited}
 
 
-async def _spawn(argv: list[str], log_path: Path) -> asyncio.subprocess.Process:
-    with log_path.open("ab") as log:
-        return await asyncio.create_subprocess_exec(
-            *argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-        )  # fmt: skip
+def _spawn(argv: list[str], log_path: Path) -> ServiceProcess:
+    """A helper module of this repository (``python -m tests...``), output to ``log_path``."""
+    return launch(argv, {**os.environ, "PYTHONPATH": str(ROOT)}, log_path, role=argv[2])
 
 
 @contextlib.asynccontextmanager

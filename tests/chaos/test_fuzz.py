@@ -1,7 +1,8 @@
-"""The quick version of the fuzzing of issue 19, in ``make test``: 300 inputs each to the real
+"""The quick version of the chaos suite's fuzzing, in ``make test``: 300 inputs each to the real
 ``python -m hookbay_ingest`` and ``python -m hookbay_dashboard`` processes (real Kafka, FerretDB
-and Redis), run by ``tests.chaos.fuzzing`` as ``make chaos`` runs its 10,000: no 5xx, every error
-body JSON, no stack trace or secret in an answer or a log line, every input answered 200 in Kafka
+and Redis; a real forwarder and destination behind ingest), run by ``tests.chaos.fuzzing`` as
+``make chaos`` runs its 10,000: no 5xx, every error body JSON, no stack trace or secret in an
+answer or a log line, every input answered 200 delivered to the destination and in Kafka
 with the body sent. Seed 0: the same generated inputs every run. And the leak scanner itself,
 proven on planted secrets and stack traces."""
 

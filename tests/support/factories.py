@@ -1,76 +1,19 @@
-"""Plain ``create_*`` factories for records, with unique names so tests never collide."""
+"""Plain ``create_*`` factories for records (``hookbay_dev.factories``, shared with the scripts)."""
 
-from __future__ import annotations
+from hookbay_dev.factories import (
+    TEST_SECRET_KEY,
+    create_attempt,
+    create_event,
+    create_user,
+    create_webhook,
+    unique_name,
+)
 
-import uuid
-from typing import Any
-
-from hookbay_common.clock import utcnow
-from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Attempt, AttemptTrigger, Event, Role, User, Webhook
-
-TEST_SECRET_KEY = "test-only-secret-key-4f1c2a9be07d43c1a5c2"
-
-
-def unique_name(prefix: str = "t") -> str:
-    return f"{prefix}{uuid.uuid4().hex[:12]}"
-
-
-def create_user(**overrides: Any) -> User:
-    now = utcnow()
-    fields: dict[str, Any] = {
-        "username": unique_name("u"),
-        "plan": "free",
-        "role": Role.USER,
-        "created_at": now,
-        "updated_at": now,
-    }
-    return User(**{**fields, **overrides})
-
-
-def create_webhook(**overrides: Any) -> Webhook:
-    now = utcnow()
-    fields: dict[str, Any] = {
-        "id": new_id(IdPrefix.WEBHOOK),
-        "username": unique_name("u"),
-        "name": unique_name("hook-"),
-        "created_at": now,
-        "updated_at": now,
-    }
-    return Webhook(**{**fields, **overrides})
-
-
-def create_event(**overrides: Any) -> Event:
-    fields: dict[str, Any] = {
-        "id": new_id(IdPrefix.EVENT),
-        "request_id": new_id(IdPrefix.REQUEST),
-        "webhook_id": new_id(IdPrefix.WEBHOOK),
-        "username": "alice",
-        "webhook_name": "orders",
-        "client_ip": "203.0.113.7",
-        "request_headers": {"content-type": "application/json", "user-agent": "test"},
-        "body": b'{"ok": true}',
-        "content_type": "application/json",
-        "forward_url": "http://127.0.0.1:9/hook",
-        "created_at": utcnow(),
-    }
-    return Event(**{**fields, **overrides})
-
-
-def create_attempt(event: Event, **overrides: Any) -> Attempt:
-    fields: dict[str, Any] = {
-        "id": new_id(IdPrefix.ATTEMPT),
-        "event_id": event.id,
-        "username": event.username,
-        "webhook_id": event.webhook_id,
-        "chain_id": new_id(IdPrefix.CHAIN),
-        "number": 1,
-        "trigger": AttemptTrigger.INITIAL,
-        "url": "http://127.0.0.1:9/hook",
-        "started_at": utcnow(),
-        "status_code": 200,
-        "response_headers": {"content-type": "text/plain"},
-        "response_body": b"ok",
-        "latency_ms": 3.5,
-    }
-    return Attempt(**{**fields, **overrides})
+__all__ = [
+    "TEST_SECRET_KEY",
+    "create_attempt",
+    "create_event",
+    "create_user",
+    "create_webhook",
+    "unique_name",
+]

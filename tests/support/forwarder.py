@@ -10,7 +10,8 @@ from typing import Any
 
 from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.settings import Settings
-from hookbay_forwarder.app import Forwarder, Recorder
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.recorder import Recorder
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_forwarder.stats import StatsProcessor
 from tests.support.factories import unique_name

@@ -7,9 +7,9 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +21,7 @@ from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.models import Event, User, Webhook
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_event
+from hookbay_dev.processes import launch_role
 from hookbay_ingest.app import Ingest
 from hookbay_ingest.settings import IngestSettings
 from tests.support.factories import create_user, create_webhook
@@ -99,36 +100,19 @@ class Probe:
 async def ingest_process(
     env: dict[str, str], *, capture_stderr: bool = False
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], str]]:
-    """A real ``python -m hookbay_ingest`` on a free loopback port, ready (``/readyz`` 200) when
-    yielded with its base URL; killed on exit if the test has not stopped it itself."""
-    port = free_port()
-    proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only signalled
-        [sys.executable, "-m", "hookbay_ingest"],
-        env={
-            **os.environ,
-            **env,
-            "HOOKBAY_INGEST_PORT": str(port),
-            "HOOKBAY_INGEST_HOST": "127.0.0.1",
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE if capture_stderr else subprocess.DEVNULL,
+    """A real ``python -m hookbay_ingest`` (started by ``hookbay_dev.processes``) on a free
+    loopback port, ready (``/readyz`` 200) when yielded with its base URL; killed on exit if the
+    test has not stopped it itself. ``capture_stderr``: its stderr is ``proc.stderr``, a pipe."""
+    process = launch_role(
+        "ingest", {**os.environ, **env}, Path(os.devnull), free_port(), stderr_pipe=capture_stderr
     )
-    base = f"http://127.0.0.1:{port}"
     try:
-        async with httpx.AsyncClient(base_url=base, timeout=5) as client, asyncio.timeout(60):
-            while True:
-                try:
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert proc.poll() is None, "ingest exited during start-up"
-                await asyncio.sleep(0.2)
-        yield proc, base
+        await process.wait_until_answering("/readyz", 200)
+        yield process.proc, process.base
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+        if not process.exited:
+            process.kill()
+            process.proc.wait(timeout=30)
 
 
 @dataclass

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
 import uvicorn
@@ -84,7 +84,7 @@ class Receiver:
 
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
-    def capture_signals(self):  # type: ignore[no-untyped-def]
+    def capture_signals(self) -> Iterator[None]:
         yield
 
 

@@ -33,7 +33,7 @@ def retention_url(mongo_url: str) -> Iterator[str]:
     url = f"{mongo_url}_ret"
     yield url
     server, _, name = url.rpartition("/")
-    with MongoClient(server, serverSelectionTimeoutMS=5000) as client:
+    with MongoClient[dict[str, Any]](server, serverSelectionTimeoutMS=5000) as client:
         client.drop_database(name)
 
 

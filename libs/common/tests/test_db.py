@@ -24,19 +24,19 @@ from hookbay_common.db import (
     WebhookRepository,
     migrate,
 )
-from hookbay_common.db import events as events_module
+from hookbay_common.db import events as events_package
 from hookbay_common.db.client import INDEXES
 from hookbay_common.db.events import (
     PAGE_SIZE,
     ExpiredPage,
     PageSummary,
-    _heal_at,
-    _summary,
     attempt_to_document,
     event_to_document,
     migrate_event_layout,
     record_batch,
 )
+from hookbay_common.db.events import bulk as bulk_module
+from hookbay_common.db.events.summaries import _heal_at, _summary
 from hookbay_common.errors import (
     TokenNotFound,
     UserAlreadyExists,
@@ -57,6 +57,16 @@ from tests.support.factories import (
 )
 
 BOX = SecretBox(TEST_SECRET_KEY)
+
+
+class TestEventsPackage:
+    def test_the_public_names_resolve_from_the_package(self) -> None:
+        assert all(hasattr(events_package, name) for name in events_package.__all__)
+        assert (AttemptRepository, EventCursor, EventRepository) == (
+            events_package.AttemptRepository,
+            events_package.EventCursor,
+            events_package.EventRepository,
+        )
 
 
 class TestMigrate:
@@ -248,7 +258,7 @@ class TestEventRepository:
         assert base64.b64decode(doc["request_body"]) == b"\xff\x00"
 
     async def test_utf8_with_a_nul_is_stored_as_base64(self) -> None:
-        """Valid UTF-8, but the store refuses a NUL in text (issue 14)."""
+        """Valid UTF-8, but the store refuses a NUL in text."""
         doc = event_to_document(create_event(body=b"x\x00y"))
         assert doc["request_body_encoding"] == "base64"
         assert base64.b64decode(doc["request_body"]) == b"x\x00y"
@@ -382,13 +392,13 @@ class TestEventStatusFromAttempts:
             [create_attempt(batch[i], status_code=503) for i in sorted(stubbed)]
         )
         calls: list[int] = []
-        real = events_module._upsert
+        real = bulk_module._upsert
 
         async def counted(collection: Any, statements: Any) -> None:
             calls.append(1)
             await real(collection, statements)
 
-        monkeypatch.setattr(events_module, "_upsert", counted)
+        monkeypatch.setattr(bulk_module, "_upsert", counted)
         await events.upsert_many(batch)
         assert len(calls) == len(stubbed)  # heads only: no body existed before
         for i, event in enumerate(batch):
@@ -531,7 +541,7 @@ class TestPagedLayout:
         # a walk reads at most 2 pages (patched), however many rows were asked for
         seen, after, calls = [], None, 0
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("hookbay_common.db.events.MAX_PAGES_PER_LIST", 2)
+            patch.setattr("hookbay_common.db.events.listing.MAX_PAGES_PER_LIST", 2)
             while True:
                 found = await events.heads_for_webhook(webhook_id, after=after, limit=1000)
                 calls += 1
@@ -557,7 +567,7 @@ class TestPagedLayout:
         ]  # fmt: skip
         await events.upsert_many(made)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("hookbay_common.db.events.MAX_PAGES_PER_LIST", 1)
+            patch.setattr("hookbay_common.db.events.listing.MAX_PAGES_PER_LIST", 1)
             found = await events.heads_for_webhook(webhook_id, status=EventStatus.PENDING)
         assert [h.id for h in found.heads] == [made[3].id]
         assert found.after is None
@@ -613,7 +623,7 @@ class TestPagedLayout:
 
         ranges = [(made[i].created_at, made[i + 30].created_at) for i in (250, 450, 620, 1000)]
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("hookbay_common.db.events.BOOK_PAGES", 2)
+            patch.setattr("hookbay_common.db.events.books.BOOK_PAGES", 2)
             patch.setattr(events, "_book", counted)
             await events.upsert_many(made)
             cold, warm = [], []
@@ -650,7 +660,7 @@ class TestPagedLayout:
             for i in range(PAGE_SIZE * 5 + 30)
         ]  # fmt: skip
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("hookbay_common.db.events.BOOK_PAGES", 2)
+            patch.setattr("hookbay_common.db.events.books.BOOK_PAGES", 2)
             await events.upsert_many(made)
             await events.upsert_many(made[150:160])  # consumed again
             await events.apply_attempts(
@@ -803,7 +813,7 @@ class TestPagedLayout:
         ]  # fmt: skip
         since = utcnow().replace(second=0, microsecond=0) - timedelta(days=1)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("hookbay_common.db.events.BOOK_PAGES", 2)
+            patch.setattr("hookbay_common.db.events.books.BOOK_PAGES", 2)
             await events.upsert_many(made)
             newest = await events.newest_summaries(username, since)
             everything = await events.summaries(username=username)

@@ -12,6 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError
+from pydantic import SecretStr
 
 from hookbay_common.kafka import (
     BrokerProbe,
@@ -21,6 +22,7 @@ from hookbay_common.kafka import (
     ensure_topics,
     ping,
 )
+from hookbay_common.models import Event
 from hookbay_common.settings import Settings
 from hookbay_common.topics import MAX_MESSAGE_BYTES, Topics, TopicSpec, format_delay
 from hookbay_common.wire import decode_event, encode_event
@@ -108,7 +110,7 @@ class TestEnsureTopics:
     ) -> None:
         settings = Settings(
             kafka_bootstrap=kafka_bootstrap, kafka_namespace=f"test.{unique_name()}",
-            kafka_replication_factor=2, secret_key="k" * 32,
+            kafka_replication_factor=2, secret_key=SecretStr("k" * 32),
         )  # fmt: skip
         # the test cluster has one broker: a factor of 2 is refused (INVALID_REPLICATION_FACTOR)
         with pytest.raises(KafkaError, match="error 38"):
@@ -137,7 +139,7 @@ class TestRoundTrip:
             await producer.stop()
         consumer = create_consumer(kafka_bootstrap, topic, group_id=unique_name("g"))
         await consumer.start()
-        received = []
+        received: list[Event] = []
         try:
             async with asyncio.timeout(30):
                 while len(received) < len(sent):
@@ -181,7 +183,7 @@ class TestBrokerProbe:
             answers.append(await send(node, request, **options))
             return answers[-1]
 
-        client.send = recording  # type: ignore[method-assign]
+        client.send = recording
         try:
             await ping(client)
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,9 @@ from tests.support.dashboard import Dashboard, serve_dashboard
 
 @pytest.fixture(scope="session")
 def dashboard_settings(env: dict[str, str]) -> DashboardSettings:
+    fields: dict[str, Any] = {key.removeprefix("HOOKBAY_").lower(): v for key, v in env.items()}
     return DashboardSettings(
-        **{key.removeprefix("HOOKBAY_").lower(): value for key, value in env.items()},
+        **fields,
         cookie_secure=False,
         redis_key_prefix=f"hookbay:test:{uuid.uuid4().hex[:8]}:",
         login_limit_per_address=10_000,  # every test logs in from 127.0.0.1

@@ -100,7 +100,9 @@ class TestSession:
         assert f"Max-Age={int(dashboard.settings.session_ttl)}" in response.headers["set-cookie"]
         stored = await dashboard.runtime.db.sessions.find_one({"username": owner.username})
         assert stored is not None
-        assert client.cookies.get(SESSION_COOKIE) not in str(stored)  # only the hash is kept
+        session = client.cookies.get(SESSION_COOKIE)
+        assert session is not None
+        assert session not in str(stored)  # only the hash is kept
 
     async def test_state_changes_with_the_cookie_need_the_csrf_header(
         self, dashboard: Dashboard

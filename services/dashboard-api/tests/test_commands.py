@@ -55,7 +55,7 @@ def user(hookbay: Invoke) -> str:
 
 @pytest.fixture
 def raw_db(env: dict[str, str]) -> Any:
-    with MongoClient(env["HOOKBAY_MONGO_URL"]) as client:
+    with MongoClient[dict[str, Any]](env["HOOKBAY_MONGO_URL"]) as client:
         yield client.get_default_database()
 
 

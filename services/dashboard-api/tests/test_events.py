@@ -472,7 +472,7 @@ class TestSearch:
         ]  # fmt: skip
         await dashboard.runtime.events.upsert_many(made)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("hookbay_common.db.events.MAX_SEARCH_PAGES", 1)
+            patch.setattr("hookbay_common.db.events.listing.MAX_SEARCH_PAGES", 1)
             first = await page(owner, hook.name, q="needle")
             assert (first["items"], first["next_cursor"] is not None) == ([], True)
             other = await owner.client.get(
@@ -675,9 +675,9 @@ class TestLargeExport:
         hook = await hook_of(dashboard, owner)
         start = utcnow() - timedelta(days=1)
         expected: list[str] = []
-        for chunk in range(0, EXPORT_SIZE, 1000):
+        for first in range(0, EXPORT_SIZE, 1000):
             docs = []
-            for i in range(chunk, chunk + 1000):
+            for i in range(first, first + 1000):
                 event = create_event(
                     webhook_id=hook.id, webhook_name=hook.name, username=owner.username,
                     created_at=start + timedelta(milliseconds=i), request_headers={},

@@ -1,5 +1,5 @@
 """Text the store cannot hold (a NUL, an unpaired surrogate), in every kind of parameter that
-reaches it, against the real FerretDB: 400 in the documented shape, never a 500 (issue 14)."""
+reaches it, against the real FerretDB: 400 in the documented shape, never a 500."""
 
 from __future__ import annotations
 

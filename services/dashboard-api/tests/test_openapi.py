@@ -19,6 +19,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import schemathesis
@@ -102,7 +103,9 @@ schema = schemathesis.pytest.from_fixture("api_schema")
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-def test_the_api_matches_its_document(case: schemathesis.Case, served: tuple[str, str]) -> None:
+def test_the_api_matches_its_document(
+    case: schemathesis.Case[Any], served: tuple[str, str]
+) -> None:
     url, token = served
     case.call_and_validate(
         base_url=url, headers={"Authorization": f"Bearer {token}"}, checks=CHECKS

@@ -30,7 +30,8 @@ from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.app import create_app
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
 from hookbay_dashboard.settings import DashboardSettings
-from hookbay_forwarder.app import Forwarder, Recorder
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.recorder import Recorder
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
 from tests.support.factories import TEST_SECRET_KEY, create_event, create_webhook, unique_name
 from tests.support.forwarder import forwarder_namespace, running

@@ -1,7 +1,7 @@
 """The dashboard's HTTP server (``hookbay_dashboard.server``) as ``python -m hookbay_dashboard``
 runs it: what the HTTP parser refuses and what asks for a protocol upgrade is answered in the
 JSON error shape, never uvicorn's ``text/plain``; a client that hangs up mid-body is logged at
-info, not as a crash with a stack trace (issue 19's fuzzing found all three)."""
+info, not as a crash with a stack trace (the chaos suite's fuzzing found all three)."""
 
 from __future__ import annotations
 

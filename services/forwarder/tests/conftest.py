@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from hookbay_common.settings import Settings
-from hookbay_forwarder.app import Forwarder, Recorder
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.recorder import Recorder
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.forwarder import forwarder_namespace, running
 from tests.support.receiver import Receiver

@@ -1,4 +1,4 @@
-"""Hostile and malformed input to the receiving endpoint (issue 14): raw bytes over a real
+"""Hostile and malformed input to the receiving endpoint: raw bytes over a real
 socket to a real ``python -m hookbay_ingest`` (uvicorn + httptools) where the HTTP server is
 involved, the in-process app elsewhere; what reaches Kafka is read back."""
 

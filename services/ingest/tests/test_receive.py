@@ -1,4 +1,4 @@
-"""The receiving endpoint, rule by rule (spec §4-§8, DESIGN.md §3), against real services."""
+"""The receiving endpoint, rule by rule (docs/owners/receiving.md), against real services."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import hmac
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
@@ -187,7 +187,9 @@ class TestSignature:
         ],
         ids=["plain", "prefixed", "upper", "spaced-prefixed-upper"],
     )
-    async def test_valid_variants(self, stack: Stack, probe: Probe, shape) -> None:  # type: ignore[no-untyped-def]
+    async def test_valid_variants(
+        self, stack: Stack, probe: Probe, shape: Callable[[str], str]
+    ) -> None:
         user, hook = await stack.owner(secret=self.SECRET)
         body = b'{"signed": true}'
         response = await stack.post(

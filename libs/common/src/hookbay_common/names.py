@@ -1,4 +1,4 @@
-"""The name grammar of users, webhooks and plans (DESIGN.md §3)."""
+"""The name grammar of users, webhooks and plans (docs/owners/receiving.md, "Names")."""
 
 from __future__ import annotations
 

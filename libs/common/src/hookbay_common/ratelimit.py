@@ -1,4 +1,4 @@
-"""Keyed rate limiting: per owner at the receiving endpoint (DESIGN.md §3 "rate limit"), per user and
+"""Keyed rate limiting: per owner at the receiving endpoint (docs/decisions.md, "Rate limits and plans"), per user and
 per address for dashboard logins.
 
 Requests are counted per owner (username), across all their webhooks, with GCRA (the generic cell

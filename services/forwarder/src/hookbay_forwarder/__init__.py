@@ -1,1 +1,3 @@
-"""hookbay forwarder and recorder: delivery, retries, attempts, MongoDB materialisation"""
+"""hookbay forwarder service: one subpackage per process role (``delivery``: the forwarder,
+``recorder``, ``stats``), started by ``python -m hookbay_forwarder [forwarder|recorder|stats]``;
+``settings``, ``metrics``, ``ops`` and ``process`` are shared by the roles."""

@@ -17,8 +17,10 @@ import uvloop
 from pydantic import ValidationError
 
 from hookbay_common.logs import configure_logging
-from hookbay_forwarder.app import Forwarder, Process, Recorder
+from hookbay_forwarder.delivery import Forwarder
 from hookbay_forwarder.ops import create_ops_app, create_ops_server
+from hookbay_forwarder.process import Process
+from hookbay_forwarder.recorder import Recorder
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_forwarder.stats import StatsProcessor
 

@@ -1,4 +1,4 @@
-"""The receiving endpoint's errors, with the bodies of spec §7 and DESIGN.md §3."""
+"""The receiving endpoint's errors, with the bodies of docs/owners/receiving.md, "Answers"."""
 
 from __future__ import annotations
 

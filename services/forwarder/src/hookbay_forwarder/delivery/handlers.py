@@ -34,17 +34,17 @@ from hookbay_common.wire import (
     encode_event,
     encode_task,
 )
-from hookbay_forwarder.consumer import NOT_BEFORE_HEADER
-from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
-from hookbay_forwarder.delivery import Deliverer, Outcome
-from hookbay_forwarder.metrics import ForwarderMetrics
-from hookbay_forwarder.retry import (
+from hookbay_forwarder.delivery.consumer import NOT_BEFORE_HEADER
+from hookbay_forwarder.delivery.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
+from hookbay_forwarder.delivery.deliverer import Deliverer, Outcome
+from hookbay_forwarder.delivery.retry import (
     RETRY_AFTER_STATUSES,
     RetryPolicy,
     Wait,
     is_retryable,
     parse_retry_after,
 )
+from hookbay_forwarder.metrics import ForwarderMetrics
 
 log = get_logger("hookbay.forwarder")
 WRITE_BACKOFF_MIN = 0.2

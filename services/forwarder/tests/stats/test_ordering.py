@@ -1,10 +1,8 @@
-"""The stats processor in this process: liveness and exit status once faust's app has crashed,
-and ``InOrder``'s rules over a consumer kept in memory (the counting, and records faust loses
-on real Kafka, are tested end to end in tests/test_stats_process.py)."""
+"""``InOrder``'s rules over a consumer kept in memory (records faust loses on real Kafka are
+tested end to end in tests/test_stats_process.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from types import SimpleNamespace
 from typing import Any
@@ -13,40 +11,8 @@ import pytest
 from aiokafka.errors import KafkaConnectionError
 from faust.types import TP
 
-from hookbay_forwarder.settings import ForwarderSettings
-from hookbay_forwarder.stats import (
-    EXIT_CRASHED,
-    STALL_AFTER,
-    InOrder,
-    StatsMetrics,
-    StatsProcessor,
-)
-
-
-class CrashedApp:
-    """What the processor looks at of faust's app (a mode ``Service``)."""
-
-    crashed = True
-    crash_reason = RuntimeError("agent failed")
-
-    async def stop(self) -> None:
-        return None
-
-
-class TestCrashedApp:
-    async def test_liveness_fails_and_the_process_exits_1(
-        self, fwd_settings: ForwarderSettings
-    ) -> None:
-        processor = StatsProcessor(fwd_settings)
-        assert processor.healthy()
-        processor.app = CrashedApp()  # type: ignore[assignment]
-        processor._started = True  # as after start(): run() watches the app
-        assert not processor.healthy()
-        async with asyncio.timeout(30):  # it notices within one look (every 2 s)
-            assert await processor.run() == EXIT_CRASHED
-        assert processor.healthy()  # stopping: a restart is under way, not wedged
-        await processor.stop()
-
+from hookbay_forwarder.stats.metrics import StatsMetrics
+from hookbay_forwarder.stats.ordering import STALL_AFTER, InOrder
 
 # --- InOrder: records handed over in order, each once; commits only what was handed over ----
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import pytest
@@ -13,7 +13,8 @@ from hookbay_common.clock import utcnow
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, Event
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_attempt, decode_event, encode_event, encode_task
-from hookbay_forwarder.app import EXIT_DEAD_LETTER_LIMIT, Forwarder
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.process import EXIT_DEAD_LETTER_LIMIT
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_event, unique_name
 from tests.support.forwarder import forwarder_namespace, running
@@ -45,7 +46,7 @@ async def dead_letters(fwd_settings: ForwarderSettings) -> AsyncIterator[TopicRe
     await reader.stop()
 
 
-def chain_of(event: Event, count: int):  # type: ignore[no-untyped-def]
+def chain_of(event: Event, count: int) -> Callable[[list[Message[Attempt]]], bool]:
     """A condition: ``count`` attempts of ``event`` were read."""
     return lambda msgs: len(of(msgs, event)) >= count
 

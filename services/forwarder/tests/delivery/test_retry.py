@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hookbay_forwarder.retry import RetryPolicy, is_retryable, parse_retry_after
+from hookbay_forwarder.delivery.retry import RetryPolicy, is_retryable, parse_retry_after
 
 DEFAULT = RetryPolicy((0.0, 10.0, 60.0, 600.0, 3600.0, 21600.0), jitter=0.1)
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from hookbay_forwarder.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
+from hookbay_forwarder.delivery.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
 
 
 def limit() -> DeadLetterLimit:

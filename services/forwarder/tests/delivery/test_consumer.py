@@ -15,7 +15,7 @@ from aiokafka.errors import (
 
 from hookbay_common.kafka import create_consumer, ensure_topics
 from hookbay_common.topics import TopicSpec
-from hookbay_forwarder.consumer import Handler, HandlerCrashed, OrderedConsumer, _Partition
+from hookbay_forwarder.delivery.consumer import Handler, HandlerCrashed, OrderedConsumer, _Partition
 from hookbay_forwarder.metrics import ConsumerMetrics
 from tests.support.factories import unique_name
 from tests.support.waiting import until

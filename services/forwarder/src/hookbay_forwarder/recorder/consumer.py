@@ -1,4 +1,4 @@
-"""The recorder: materialises ``hookbay.events`` and ``hookbay.attempts`` into MongoDB.
+"""The recorder's consume loop: materialises ``hookbay.events`` and ``hookbay.attempts`` into MongoDB.
 
 A plain loop over batches: read a batch, write it with idempotent upserts, then commit its
 offsets. A write that fails is retried (nothing is committed meanwhile); a crash anywhere
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -23,14 +21,9 @@ from aiokafka.errors import CommitFailedError, KafkaError
 from aiokafka.structs import OffsetAndMetadata
 from pymongo.errors import PyMongoError
 
-from hookbay_common.db import AttemptRepository, EventRepository
-from hookbay_common.db.events import record_batch
 from hookbay_common.logs import get_logger
-from hookbay_common.models import Attempt, Event
 from hookbay_common.producer import is_retriable
-from hookbay_common.topics import Topics
-from hookbay_common.wire import WireError, decode_attempt, decode_event
-from hookbay_forwarder.metrics import RecorderMetrics
+from hookbay_forwarder.recorder.handlers import RecorderHandlers
 
 log = get_logger("hookbay.recorder")
 CONSUMER = "recorder"
@@ -40,36 +33,6 @@ WRITE_TIMEOUT = 300.0
 """Longest wait for one batch's writes before they are tried again (idempotent upserts). Long:
 a batch rewritten after a partial write meets duplicates and is upserted document by document,
 which FerretDB does slowly; cutting that short would only start it again."""
-
-
-@dataclass
-class RecorderHandlers:
-    events: EventRepository
-    attempts: AttemptRepository
-    topics: Topics
-    metrics: RecorderMetrics
-
-    async def record(self, records: Sequence[Any]) -> None:
-        """Write one batch: events, attempts, and the statuses the attempts imply."""
-        events: list[Event] = []
-        attempts: list[Attempt] = []
-        for record in records:
-            try:
-                if record.topic == self.topics.events:
-                    events.append(decode_event(record.value))
-                else:
-                    attempts.append(decode_attempt(record.value))
-            except WireError as exc:  # the forwarder dead-letters unreadable events
-                log.error(
-                    "unreadable_message", topic=record.topic, partition=record.partition,
-                    offset=record.offset, problem=str(exc),
-                )  # fmt: skip
-                self.metrics.unreadable.labels(record.topic).inc()
-        started = time.perf_counter()
-        await record_batch(self.events, self.attempts, events, attempts)
-        self.metrics.write_latency.observe(time.perf_counter() - started)
-        self.metrics.recorded.labels("event").inc(len(events))
-        self.metrics.recorded.labels("attempt").inc(len(attempts))
 
 
 class RecorderLoop:
@@ -155,7 +118,7 @@ class RecorderLoop:
 
     async def _write(self, records: list[Any]) -> bool:
         """Write the batch, retrying every ``retry_delay`` while MongoDB refuses, an operation
-        gets no answer within the client's socket timeout (``app.MONGO_SOCKET_TIMEOUT_MS``: a
+        gets no answer within the client's socket timeout (``process.MONGO_SOCKET_TIMEOUT_MS``: a
         restarted server may leave a request unanswered) or the whole batch takes longer than
         ``WRITE_TIMEOUT``; False when a stop came first."""
         while True:

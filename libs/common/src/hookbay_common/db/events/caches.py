@@ -1,0 +1,21 @@
+"""What an event repository remembers between calls, and how much of it."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Final
+
+LOCATE_CACHE: Final = 100_000
+"""Event ids whose (webhook, page) the repository remembers from its own writes, so the
+attempts that follow an event need no lookup."""
+BOOK_START_CACHE: Final = 50_000
+"""Settled books (``_settled``) whose start the repository remembers for date ranges: 8 bytes
+and a key each, so a date range reads the one book it lands in instead of binary-searching."""
+
+
+def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Put ``key`` in a least-recently-written cache of at most ``limit`` entries."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > limit:
+        cache.popitem(last=False)

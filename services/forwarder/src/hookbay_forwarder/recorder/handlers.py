@@ -1,0 +1,51 @@
+"""The recorder's business: write one batch of events and attempts to MongoDB.
+
+Writes are idempotent upserts (``record_batch``): a batch written again changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hookbay_common.db import AttemptRepository, EventRepository
+from hookbay_common.db.events import record_batch
+from hookbay_common.logs import get_logger
+from hookbay_common.models import Attempt, Event
+from hookbay_common.topics import Topics
+from hookbay_common.wire import WireError, decode_attempt, decode_event
+from hookbay_forwarder.metrics import RecorderMetrics
+
+log = get_logger("hookbay.recorder")
+
+
+@dataclass
+class RecorderHandlers:
+    events: EventRepository
+    attempts: AttemptRepository
+    topics: Topics
+    metrics: RecorderMetrics
+
+    async def record(self, records: Sequence[Any]) -> None:
+        """Write one batch: events, attempts, and the statuses the attempts imply."""
+        events: list[Event] = []
+        attempts: list[Attempt] = []
+        for record in records:
+            try:
+                if record.topic == self.topics.events:
+                    events.append(decode_event(record.value))
+                else:
+                    attempts.append(decode_attempt(record.value))
+            except WireError as exc:  # the forwarder dead-letters unreadable events
+                log.error(
+                    "unreadable_message", topic=record.topic, partition=record.partition,
+                    offset=record.offset, problem=str(exc),
+                )  # fmt: skip
+                self.metrics.unreadable.labels(record.topic).inc()
+        started = time.perf_counter()
+        await record_batch(self.events, self.attempts, events, attempts)
+        self.metrics.write_latency.observe(time.perf_counter() - started)
+        self.metrics.recorded.labels("event").inc(len(events))
+        self.metrics.recorded.labels("attempt").inc(len(attempts))
