@@ -1,23 +1,44 @@
-"""Webhooks: creation, destination and secret changes, activation."""
+"""Webhooks: creation, destination, secret and verification changes, activation."""
 
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import StatsRepository, UserRepository, WebhookRepository
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Webhook
+from hookbay_common.models import Webhook, WebhookVerification
 from hookbay_common.names import check_username, check_webhook_name
 from hookbay_common.netguard import check_destination
+from hookbay_dashboard.webhooks.schemas import SECRET_MASK, VerificationWrite
 
 UNCHANGED: Any = object()
 MIN_SECRET_LENGTH = 8
+
+
+class VerificationInvalid(InvalidRequest):
+    """A verification the webhook cannot work with: a field its type needs is missing, or a
+    value is refused. 422 with the API's validation body: ``detail`` lists each problem with
+    its ``loc`` (``["body", "verification", <field>...]``), ``msg`` and ``type``."""
+
+    status_code = 422
+
+    @classmethod
+    def of(cls, exc: ValidationError) -> VerificationInvalid:
+        detail = [
+            {"loc": ["body", "verification", *e["loc"]], "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors()
+        ]
+        message = "; ".join(
+            f"{'.'.join(str(p) for p in d['loc'][1:])}: {d['msg']}" for d in detail[:5]
+        )
+        return cls(message, detail=detail)
 
 
 class WebhookService:
@@ -51,6 +72,7 @@ class WebhookService:
         *,
         secret: str | None = None,
         forward_url: str | None = None,
+        verification: VerificationWrite | None = None,
     ) -> Webhook:
         check_username(username)
         check_webhook_name(name)
@@ -64,6 +86,9 @@ class WebhookService:
                 username=username,
                 name=name,
                 secret=_checked_secret(secret),
+                verification=resolve_verification(verification, None, now=now)
+                if verification is not None
+                else None,
                 forward_url=forward_url,
                 active=True,
                 created_at=now,
@@ -79,11 +104,26 @@ class WebhookService:
         *,
         secret: str | None = UNCHANGED,
         forward_url: str | None = UNCHANGED,
+        verification: VerificationWrite | None = UNCHANGED,
     ) -> Webhook:
-        """Set or remove (``None``) the secret and the forward URL; ``UNCHANGED`` leaves one as is."""
+        """Set or remove (``None``) the plain secret, the verification and the forward URL;
+        ``UNCHANGED`` leaves one as is. A plain secret set removes the verification and a
+        verification set removes the plain secret (``resolve_verification`` builds it on the
+        stored one: omitted secrets kept, a replaced secret kept as previous)."""
         changes: dict[str, Any] = {}
         if secret is not UNCHANGED:
             changes["secret"] = _checked_secret(secret)
+            if secret is not None:
+                changes["verification"] = None
+        if verification is not UNCHANGED:
+            if verification is None:
+                changes["verification"] = None
+            else:
+                current = await self._webhooks.require(username, name)
+                changes["verification"] = resolve_verification(
+                    verification, current.effective_verification, now=utcnow()
+                )
+                changes["secret"] = None
         if forward_url is not UNCHANGED:
             if forward_url is not None:
                 await check_destination(forward_url, allow_private=self._allow_private)
@@ -117,6 +157,53 @@ class WebhookService:
 def generate_secret() -> str:
     """A new signing secret: 256 random bits, URL-safe."""
     return secrets.token_urlsafe(32)
+
+
+def resolve_verification(
+    write: VerificationWrite, current: WebhookVerification | None, *, now: datetime
+) -> WebhookVerification:
+    """The verification ``write`` asks for. When ``current`` (the webhook's effective
+    verification, a plain secret included) has the same type, secret-like fields omitted or
+    sent as the mask keep their stored value, and a new ``secret`` rotates: the replaced one
+    stays accepted for ``keep_previous_for_s`` seconds. ``VerificationInvalid`` names each
+    field the type needs and lacks."""
+    base = current if current is not None and current.type is write.type else None
+    fields = write.model_dump(
+        exclude={"keep_previous_for_s", "secret", "verify_token", "basic", "api_key"},
+        exclude_none=True,
+    )
+    fields["verify_token"] = _kept(write.verify_token, base.verify_token if base else None)
+    if write.basic is not None:
+        stored = base.basic.password if base and base.basic else None
+        fields["basic"] = {
+            "username": write.basic.username, "password": _kept(write.basic.password, stored),
+        }  # fmt: skip
+    if write.api_key is not None:
+        stored = base.api_key.value if base and base.api_key else None
+        fields["api_key"] = {
+            "header": write.api_key.header,
+            "value": _kept(write.api_key.value, stored),
+        }
+    new_secret = _kept(write.secret, None)
+    if base is not None:
+        fields["secret"] = base.secret
+        fields["previous"] = base.previous
+    else:
+        fields["secret"] = new_secret
+    try:
+        built = WebhookVerification.model_validate(fields)
+    except ValidationError as exc:
+        raise VerificationInvalid.of(exc) from None
+    if base is not None and new_secret is not None:
+        keep = write.keep_previous_for_s or 0
+        built = built.rotated(SecretStr(new_secret), now=now, keep_previous_for_s=keep)
+    return built
+
+
+def _kept(sent: str | None, stored: SecretStr | None) -> str | None:
+    if sent is None or sent == SECRET_MASK:
+        return stored.get_secret_value() if stored is not None else None
+    return sent
 
 
 def _checked_secret(secret: str | None) -> SecretStr | None:
