@@ -216,7 +216,8 @@ def stripe_signature(secret: str, body: bytes, timestamp: int | None = None) -> 
     return f"t={moment},v1={digest}"
 
 
-STRIPE = {"type": "stripe", "secret": "whsec_first-stripe-secret", "tolerance_s": 300}
+STRIPE_SECRET = "whsec_first-stripe-secret"
+STRIPE = {"type": "stripe", "secret": STRIPE_SECRET, "tolerance_s": 300}
 
 
 class TestVerification:
@@ -282,7 +283,7 @@ class TestVerification:
         assert (recorded["mode"], recorded["secret"], recorded["previous"]) == (
             "record", "********", None,
         )  # fmt: skip
-        assert (await stored()).secret.get_secret_value() == STRIPE["secret"]
+        assert (await stored()).secret.get_secret_value() == STRIPE_SECRET
 
         before = datetime.now(UTC)
         rotated = await patch(
@@ -293,10 +294,21 @@ class TestVerification:
         assert before + timedelta(seconds=3590) < expires < before + timedelta(seconds=3700)
         verification = await stored()
         assert verification.secret.get_secret_value() == "whsec_second-secret"
-        assert verification.previous.secret.get_secret_value() == STRIPE["secret"]
+        assert verification.previous.secret.get_secret_value() == STRIPE_SECRET
+
+        assert (rotated["mode"], rotated["tolerance_s"]) == ("record", 300)  # merged, kept
 
         at_once = await patch({"type": "stripe", "secret": "whsec_third-secret"})
         assert at_once["previous"] is None  # no keep_previous_for_s: replaced at once
+        cleared = await patch({"type": "stripe", "tolerance_s": None, "mode": "enforce"})
+        assert (cleared["tolerance_s"], cleared["mode"], cleared["secret"]) == (
+            None, "enforce", "********",
+        )  # fmt: skip
+        no_secret = await owner.client.patch(
+            "/api/v1/webhooks/orders", json={"verification": {"type": "stripe", "secret": None}}
+        )
+        assert no_secret.status_code == 422  # null clears, and stripe needs one
+        assert "verification.secret" in no_secret.json()["message"]
 
         other_type = await owner.client.patch(
             "/api/v1/webhooks/orders", json={"verification": {"type": "github"}}
@@ -406,7 +418,7 @@ class TestVerification:
         hook = await dashboard.runtime.webhooks.require(victim.username, "orders")
         assert hook.verification is not None
         assert hook.verification.secret is not None
-        assert hook.verification.secret.get_secret_value() == STRIPE["secret"]
+        assert hook.verification.secret.get_secret_value() == STRIPE_SECRET
 
 
 class TestVerificationReachesIngest:
@@ -430,12 +442,12 @@ class TestVerificationReachesIngest:
             return (await send(None)).status_code == 401
 
         await until(enforced, timeout=10, interval=0.1, what="ingest enforces stripe")
-        assert (await send(stripe_signature(STRIPE["secret"], body))).status_code == 200
+        assert (await send(stripe_signature(STRIPE_SECRET, body))).status_code == 200
         forged = await send(stripe_signature("whsec_someone-else", body))
         assert forged.status_code == 401
         assert forged.json()["reason"] == "bad_signature"
         assert (await send(None)).json()["reason"] == "missing_signature"
-        stale = await send(stripe_signature(STRIPE["secret"], body, int(time.time()) - 3600))
+        stale = await send(stripe_signature(STRIPE_SECRET, body, int(time.time()) - 3600))
         assert (stale.status_code, stale.json()["reason"]) == (401, "timestamp_out_of_tolerance")
 
         await owner.client.patch(
@@ -449,7 +461,7 @@ class TestVerificationReachesIngest:
             return (await send(signed)).status_code == 200
 
         await until(rotated, timeout=10, interval=0.1, what="ingest takes the new secret")
-        assert (await send(stripe_signature(STRIPE["secret"], body))).status_code == 200
+        assert (await send(stripe_signature(STRIPE_SECRET, body))).status_code == 200
 
         await owner.client.patch("/api/v1/webhooks/stripe", json={"verification": None})
 

@@ -227,7 +227,9 @@ def verification_of(secret: str | None, options: dict[str, Any]) -> Verification
     rename = {"tolerance": "tolerance_s", "keep_previous_for": "keep_previous_for_s"}
     fields = {rename.get(k, k): v for k, v in given.items()}
     try:
-        return VerificationWrite.model_validate({"type": verify, "secret": secret, **fields})
+        if secret is not None:
+            fields["secret"] = secret
+        return VerificationWrite.model_validate({"type": verify, **fields})
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
@@ -306,13 +308,13 @@ def webhook_set(
         raise click.UsageError("--forward-url and --no-forward exclude each other")
     if verify["verify"] is not None and no_verify:
         raise click.UsageError("--verify and --no-verify exclude each other")
-    changes = (secret, forward_url, verify["verify"])
+    verification = verification_of(secret, verify)
+    changes = (secret, forward_url, verification)
     if all(c is None for c in changes) and not (no_secret or no_forward or no_verify):
         raise click.UsageError(
             "nothing to change: give --secret, --no-secret, --verify, --no-verify, "
             "--forward-url or --no-forward"
         )
-    verification = verification_of(secret, verify)
     from hookbay_dashboard.webhooks.service import UNCHANGED
 
     plain = secret if verification is None else None

@@ -22,8 +22,8 @@ MAX_SECRET_LENGTH = 4096
 MAX_KEEP_PREVIOUS_S = 30 * 86400
 
 _WRITE_ONLY = (
-    f"Write-only (reads as {SECRET_MASK!r}); on PATCH, omitted or sent as {SECRET_MASK!r} it "
-    "keeps the stored value when the type is unchanged."
+    f"Write-only (reads as {SECRET_MASK!r}); on PATCH of the same type, omitted or sent as "
+    f"{SECRET_MASK!r} it keeps the stored value."
 )
 
 
@@ -56,17 +56,19 @@ class ApiKeyWrite(BaseModel):
 
 
 class VerificationWrite(BaseModel):
-    """How the webhook's requests are verified (``docs/owners/verification.md``). The object
-    replaces the stored one; each type's required fields are checked after secrets omitted on
-    PATCH are filled in from the stored verification (a missing one: 422 naming it)."""
+    """How the webhook's requests are verified (``docs/owners/verification.md``). On PATCH with
+    the stored type, it is merged into the stored verification: fields not sent, and secrets
+    sent as the mask, keep their value; a field sent as null is cleared. Another type (or
+    POST) starts afresh. Each type's required fields are checked after the merge (a missing
+    one: 422 naming it)."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: VerificationType
     mode: VerificationMode = Field(
         default=VerificationMode.ENFORCE,
-        description="enforce: a failing request is answered 401; record: accepted, the verdict "
-        "recorded on the event.",
+        description="enforce (the default): a failing request is answered 401; record: "
+        "accepted, the verdict recorded on the event.",
     )
     secret: str | None = _secret_field()
     keep_previous_for_s: int | None = Field(

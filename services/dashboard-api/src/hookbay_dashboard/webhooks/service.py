@@ -163,33 +163,39 @@ def resolve_verification(
     write: VerificationWrite, current: WebhookVerification | None, *, now: datetime
 ) -> WebhookVerification:
     """The verification ``write`` asks for. When ``current`` (the webhook's effective
-    verification, a plain secret included) has the same type, secret-like fields omitted or
-    sent as the mask keep their stored value, and a new ``secret`` rotates: the replaced one
-    stays accepted for ``keep_previous_for_s`` seconds. ``VerificationInvalid`` names each
-    field the type needs and lacks."""
+    verification, a plain secret included) has the same type, ``write`` is merged into it:
+    fields not sent, and secrets sent as the mask, keep their stored value, a field sent as
+    null is cleared, and a new ``secret`` rotates (the replaced one stays accepted for
+    ``keep_previous_for_s`` seconds). Another type starts afresh. ``VerificationInvalid``
+    names each field the type needs and lacks."""
     base = current if current is not None and current.type is write.type else None
-    fields = write.model_dump(
-        exclude={"keep_previous_for_s", "secret", "verify_token", "basic", "api_key"},
-        exclude_none=True,
+    fields: dict[str, Any] = (
+        {name: getattr(base, name) for name in WebhookVerification.model_fields} if base else {}
     )
-    fields["verify_token"] = _kept(write.verify_token, base.verify_token if base else None)
-    if write.basic is not None:
-        stored = base.basic.password if base and base.basic else None
-        fields["basic"] = {
-            "username": write.basic.username, "password": _kept(write.basic.password, stored),
-        }  # fmt: skip
-    if write.api_key is not None:
-        stored = base.api_key.value if base and base.api_key else None
-        fields["api_key"] = {
-            "header": write.api_key.header,
-            "value": _kept(write.api_key.value, stored),
+    sent = write.model_fields_set - {"keep_previous_for_s"}
+    for name in sent & {"type", "mode", "tolerance_s", "public_url", "public_key", "hmac"}:
+        fields[name] = getattr(write, name)
+    if "verify_token" in sent:
+        token = write.verify_token
+        fields["verify_token"] = token and _kept(token, fields.get("verify_token"))
+    if "basic" in sent:
+        fields["basic"] = write.basic and {
+            "username": write.basic.username,
+            "password": _kept(
+                write.basic.password, base.basic.password if base and base.basic else None
+            ),
         }
-    new_secret = _kept(write.secret, None)
-    if base is not None:
-        fields["secret"] = base.secret
-        fields["previous"] = base.previous
-    else:
-        fields["secret"] = new_secret
+    if "api_key" in sent:
+        fields["api_key"] = write.api_key and {
+            "header": write.api_key.header,
+            "value": _kept(
+                write.api_key.value, base.api_key.value if base and base.api_key else None
+            ),
+        }
+    new_secret = _kept(write.secret, None) if "secret" in sent else None
+    if base is None or ("secret" in sent and write.secret is None):
+        fields["secret"] = new_secret  # a secret sent as null is cleared
+        fields["previous"] = None
     try:
         built = WebhookVerification.model_validate(fields)
     except ValidationError as exc:
@@ -201,6 +207,7 @@ def resolve_verification(
 
 
 def _kept(sent: str | None, stored: SecretStr | None) -> str | None:
+    """A secret as sent, or the stored one when sent as the mask (or, nested, omitted)."""
     if sent is None or sent == SECRET_MASK:
         return stored.get_secret_value() if stored is not None else None
     return sent
