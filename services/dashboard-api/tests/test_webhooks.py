@@ -316,6 +316,28 @@ class TestVerification:
         assert other_type.status_code == 422  # secrets never carry over to another type
         assert other_type.json()["detail"][0]["loc"] == ["body", "verification", "secret"]
 
+    async def test_a_basic_password_rotates_like_a_secret(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        basic = {"type": "basic", "basic": {"username": "sender", "password": "first-pass"}}
+        await create(owner, verification=basic)
+        renamed = await owner.client.patch(
+            "/api/v1/webhooks/orders",
+            json={"verification": {"type": "basic", "basic": {"username": "other"}}},
+        )
+        assert renamed.json()["verification"]["previous"] is None  # password kept
+        rotated = await owner.client.patch(
+            "/api/v1/webhooks/orders",
+            json={"verification": {"type": "basic", "keep_previous_for_s": 600,
+                                   "basic": {"username": "other", "password": "second-pass"}}},
+        )  # fmt: skip
+        assert rotated.json()["verification"]["previous"]["secret"] == "********"
+        hook = await dashboard.runtime.webhooks.require(owner.username, "orders")
+        assert hook.verification is not None
+        assert hook.verification.basic is not None
+        assert hook.verification.basic.password.get_secret_value() == "second-pass"
+        assert hook.verification.previous is not None
+        assert hook.verification.previous.secret.get_secret_value() == "first-pass"
+
     async def test_null_removes_it_and_a_plain_secret_replaces_it(
         self, dashboard: Dashboard
     ) -> None:
@@ -390,6 +412,8 @@ class TestVerification:
             ({"verification": {**STRIPE, "secret": " padded "}}, "verification.secret"),
             ({"verification": {**STRIPE, "tolerance_s": -1}}, "verification.tolerance_s"),
             ({"verification": {**STRIPE, "mode": "maybe"}}, "verification.mode"),
+            ({"verification": {"type": "sendgrid", "public_key": "MFkw", "secret": "s" * 10}},
+             "verification.secret: secret is not used by verification type sendgrid"),
             (
                 {"verification": {"type": "hmac", "secret": "s" * 10,
                                   "hmac": {"header": "x-sig", "payload": "{nope}"}}},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import SecretStr, ValidationError
@@ -13,7 +13,13 @@ from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import StatsRepository, UserRepository, WebhookRepository
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Webhook, WebhookVerification
+from hookbay_common.models import (
+    REQUIRED_FIELDS,
+    PreviousSecret,
+    VerificationType,
+    Webhook,
+    WebhookVerification,
+)
 from hookbay_common.names import check_username, check_webhook_name
 from hookbay_common.netguard import check_destination
 from hookbay_dashboard.webhooks.schemas import SECRET_MASK, VerificationWrite
@@ -28,6 +34,11 @@ class VerificationInvalid(InvalidRequest):
     its ``loc`` (``["body", "verification", <field>...]``), ``msg`` and ``type``."""
 
     status_code = 422
+
+    @classmethod
+    def of_field(cls, field: str, msg: str) -> VerificationInvalid:
+        detail = [{"loc": ["body", "verification", field], "msg": msg, "type": "value_error"}]
+        return cls(f"verification.{field}: {msg}", detail=detail)
 
     @classmethod
     def of(cls, exc: ValidationError) -> VerificationInvalid:
@@ -165,8 +176,8 @@ def resolve_verification(
     """The verification ``write`` asks for. When ``current`` (the webhook's effective
     verification, a plain secret included) has the same type, ``write`` is merged into it:
     fields not sent, and secrets sent as the mask, keep their stored value, a field sent as
-    null is cleared, and a new ``secret`` rotates (the replaced one stays accepted for
-    ``keep_previous_for_s`` seconds). Another type starts afresh. ``VerificationInvalid``
+    null is cleared, and a new ``secret`` (for ``basic`` and ``api-key``: password or key)
+    rotates: the replaced one stays accepted for ``keep_previous_for_s`` seconds. Another type starts afresh. ``VerificationInvalid``
     names each field the type needs and lacks."""
     base = current if current is not None and current.type is write.type else None
     fields: dict[str, Any] = (
@@ -193,6 +204,10 @@ def resolve_verification(
             ),
         }
     new_secret = _kept(write.secret, None) if "secret" in sent else None
+    if new_secret is not None and "secret" not in REQUIRED_FIELDS[write.type]:
+        raise VerificationInvalid.of_field(
+            "secret", f"secret is not used by verification type {write.type.value}"
+        )
     if base is None or ("secret" in sent and write.secret is None):
         fields["secret"] = new_secret  # a secret sent as null is cleared
         fields["previous"] = None
@@ -200,10 +215,39 @@ def resolve_verification(
         built = WebhookVerification.model_validate(fields)
     except ValidationError as exc:
         raise VerificationInvalid.of(exc) from None
+    keep = write.keep_previous_for_s or 0
     if base is not None and new_secret is not None:
-        keep = write.keep_previous_for_s or 0
         built = built.rotated(SecretStr(new_secret), now=now, keep_previous_for_s=keep)
+    elif base is not None and built.type in _CREDENTIAL_TYPES:
+        built = _rotated_credential(base, built, now=now, keep_previous_for_s=keep)
     return built
+
+
+_CREDENTIAL_TYPES = frozenset({VerificationType.BASIC, VerificationType.API_KEY})
+"""Types whose password or key plays the secret's part (also in a rotation)."""
+
+
+def _credential(verification: WebhookVerification) -> str | None:
+    if verification.basic is not None:
+        return verification.basic.password.get_secret_value()
+    if verification.api_key is not None:
+        return verification.api_key.value.get_secret_value()
+    return None
+
+
+def _rotated_credential(
+    base: WebhookVerification, built: WebhookVerification, *, now: datetime,
+    keep_previous_for_s: int,
+) -> WebhookVerification:  # fmt: skip
+    """``built`` whose replaced password or key stays accepted for ``keep_previous_for_s``."""
+    old, new = _credential(base), _credential(built)
+    if old is None or old == new:
+        return built
+    previous = None
+    if keep_previous_for_s > 0:
+        expires = now + timedelta(seconds=keep_previous_for_s)
+        previous = PreviousSecret(secret=SecretStr(old), expires_at=expires)
+    return built.model_copy(update={"previous": previous})
 
 
 def _kept(sent: str | None, stored: SecretStr | None) -> str | None:

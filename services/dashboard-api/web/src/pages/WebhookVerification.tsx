@@ -108,10 +108,11 @@ function draftOf(hook: Webhook): Draft {
 /** The PATCH body: every shown field, secrets only when typed (an empty one keeps the stored). */
 function bodyOf(d: Draft, type: VerificationType, hasSecret: boolean): VerificationWrite {
   const body: VerificationWrite = { type, mode: d.mode };
-  if (!NO_SECRET.has(type) && d.secret) {
-    body.secret = d.secret;
-    if (hasSecret && Number(d.keep) > 0) body.keep_previous_for_s = Number(d.keep);
-  }
+  // basic and api-key: the password or key plays the secret's part, in a rotation too
+  const replaced = type === "basic" ? d.basicPassword : type === "api-key" ? d.apiKeyValue : "";
+  if (!NO_SECRET.has(type) && d.secret) body.secret = d.secret;
+  if (hasSecret && (body.secret || replaced) && Number(d.keep) > 0)
+    body.keep_previous_for_s = Number(d.keep);
   if (TIMESTAMPED.has(type)) body.tolerance_s = d.tolerance === "" ? null : Number(d.tolerance);
   if (type === "twilio" || type === "square") body.public_url = d.publicUrl || null;
   if (type === "meta" && d.verifyToken) body.verify_token = d.verifyToken;
@@ -185,7 +186,8 @@ export function VerificationSettings({ hook, onDone }: { hook: Webhook; onDone: 
   const stored = hook.verification;
   const sameType = stored !== null && stored !== undefined && stored.type === d.type;
   const plainHookbay = !stored && !!hook.secret && d.type === "hookbay";
-  const hasSecret = (sameType && stored.secret !== null) || plainHookbay;
+  const hasCredential = sameType && (!!stored.basic || !!stored.api_key);
+  const hasSecret = (sameType && stored.secret !== null) || plainHookbay || hasCredential;
   const save = useMutation({
     mutationFn: async () => {
       const verification = d.type === "" ? null : bodyOf(d, d.type, hasSecret);
@@ -249,7 +251,7 @@ export function VerificationSettings({ hook, onDone }: { hook: Webhook; onDone: 
             stored={hasSecret}
           />
         )}
-        {type !== "" && !NO_SECRET.has(type) && hasSecret && (
+        {type !== "" && hasSecret && (
           <Field label="Keep previous secret for (seconds)">
             <input
               className={`${inputClass} w-40`}
