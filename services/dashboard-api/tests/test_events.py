@@ -46,6 +46,7 @@ SUMMARY_FIELDS = {
     "id", "request_id", "webhook_id", "webhook_name", "created_at", "status",
     "rejected_reason", "content_type", "client_ip", "signature_valid", "body_size",
     "last_status_code", "last_latency_ms", "last_error", "next_retry_at", "attempt_count",
+    "verification", "handshake",
 }  # fmt: skip
 
 
