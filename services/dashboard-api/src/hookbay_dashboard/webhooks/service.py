@@ -177,8 +177,9 @@ def resolve_verification(
     verification, a plain secret included) has the same type, ``write`` is merged into it:
     fields not sent, and secrets sent as the mask, keep their stored value, a field sent as
     null is cleared, and a new ``secret`` (for ``basic`` and ``api-key``: password or key)
-    rotates: the replaced one stays accepted for ``keep_previous_for_s`` seconds. Another type starts afresh. ``VerificationInvalid``
-    names each field the type needs and lacks."""
+    rotates: the replaced one stays accepted for ``keep_previous_for_s`` seconds. Another type
+    starts afresh. ``VerificationInvalid`` names each field the type needs and lacks, and a
+    secret given to a type that uses none."""
     base = current if current is not None and current.type is write.type else None
     fields: dict[str, Any] = (
         {name: getattr(base, name) for name in WebhookVerification.model_fields} if base else {}
