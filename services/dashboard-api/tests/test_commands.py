@@ -237,6 +237,81 @@ class TestWebhookSet:
         )
 
 
+class TestWebhookVerification:
+    def test_create_set_rotate_and_remove(self, hookbay: Invoke, user: str, raw_db: Any) -> None:
+        data = ok_json(hookbay(
+            "webhook", "create", user, "pay", "--verify", "stripe", "--secret", "whsec_first",
+            "--tolerance", "120", "--json",
+        ))  # fmt: skip
+        assert data["secret"] is None
+        verification = data["verification"]
+        assert (verification["type"], verification["mode"]) == ("stripe", "enforce")
+        assert (verification["secret"], verification["tolerance_s"]) == ("********", 120)
+        data = ok_json(hookbay(
+            "webhook", "set", user, "pay", "--verify", "stripe", "--mode", "record", "--json",
+        ))  # fmt: skip
+        assert data["verification"]["mode"] == "record"
+        assert data["verification"]["secret"] == "********"  # kept
+        data = ok_json(hookbay(
+            "webhook", "set", user, "pay", "--verify", "stripe", "--secret", "whsec_second",
+            "--keep-previous-for", "3600", "--json",
+        ))  # fmt: skip
+        assert data["verification"]["previous"]["secret"] == "********"
+        assert data["verification"]["previous"]["expires_at"]
+        stored = raw_db.webhooks.find_one({"username": user, "name": "pay"})
+        assert "whsec_" not in str(stored)  # sealed at rest
+        lines = hookbay("webhook", "list", user).stdout.splitlines()
+        assert lines[1].split()[:5] == ["pay", "yes", "none", "stripe", "(record)"]
+        data = ok_json(hookbay("webhook", "set", user, "pay", "--no-verify", "--json"))
+        assert data["verification"] is None
+
+    def test_meta_twilio_sendgrid_fields(self, hookbay: Invoke, user: str) -> None:
+        meta = ok_json(hookbay(
+            "webhook", "create", user, "meta", "--verify", "meta", "--secret", "app-secret",
+            "--verify-token", "hub-token", "--json",
+        ))  # fmt: skip
+        assert meta["verification"]["verify_token"] == "********"
+        twilio = ok_json(hookbay(
+            "webhook", "create", user, "sms", "--verify", "twilio", "--secret", "auth-token",
+            "--public-url", "https://hooks.example.com/w/sms", "--json",
+        ))  # fmt: skip
+        assert twilio["verification"]["public_url"] == "https://hooks.example.com/w/sms"
+        grid = ok_json(hookbay(
+            "webhook", "create", user, "mail", "--verify", "sendgrid", "--public-key", "MFkwEw",
+            "--json",
+        ))  # fmt: skip
+        assert grid["verification"]["public_key"] == "MFkwEw"
+
+    def test_a_missing_field_is_named(self, hookbay: Invoke, user: str) -> None:
+        fails(
+            hookbay("webhook", "create", user, "pay", "--verify", "stripe"),
+            "verification.secret: secret is required by verification type stripe",
+        )
+        fails(
+            hookbay("webhook", "create", user, "sms", "--verify", "twilio", "--secret", "t0ken"),
+            "verification.public_url",
+        )
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--verify", "acme"], "'acme' is not one of"),
+            (["--mode", "record"], "--mode: only with --verify TYPE"),
+            (["--verify", "none", "--no-verify"], "--verify and --no-verify exclude each other"),
+            (["--verify", "stripe", "--tolerance", "-1"], "-1 is not in the range x>=0"),
+        ],
+    )
+    def test_usage_errors(self, hookbay: Invoke, user: str, args: list[str], message: str) -> None:
+        ok_json(hookbay("webhook", "create", user, "orders", "--json"))
+        fails(hookbay("webhook", "set", user, "orders", *args), message, code=2)
+
+    def test_the_choices_are_the_models_types(self) -> None:
+        from hookbay_common.models import VerificationType
+        from hookbay_dashboard.commands import VERIFICATION_TYPES
+
+        assert list(VERIFICATION_TYPES) == [t.value for t in VerificationType]
+
+
 class TestWebhookActivation:
     def test_deactivate_activate(self, hookbay: Invoke, user: str) -> None:
         ok_json(hookbay("webhook", "create", user, "orders", "--json"))
@@ -268,13 +343,14 @@ class TestWebhookList:
             "NAME",
             "ACTIVE",
             "SECRET",
+            "VERIFY",
             "FORWARD",
             "URL",
             "RECEIVING",
             "URL",
         ]
-        assert lines[1].split()[:4] == ["alpha", "no", "none", "http://127.0.0.1:1/"]
-        assert lines[2].split()[:4] == ["zeta", "yes", "set", "-"]
+        assert lines[1].split()[:5] == ["alpha", "no", "none", "none", "http://127.0.0.1:1/"]
+        assert lines[2].split()[:5] == ["zeta", "yes", "set", "hookbay", "-"]
         assert "zeta-secret" not in "".join(lines)
 
     def test_empty_and_unknown(self, hookbay: Invoke, user: str) -> None:

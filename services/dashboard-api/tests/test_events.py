@@ -21,7 +21,19 @@ from hookbay_common.db.events import PAGE_SIZE, EventCursor
 from hookbay_common.db.stats import HOUR, Bucket, Counts
 from hookbay_common.errors import InvalidCursor
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
+from hookbay_common.models import (
+    AttemptTrigger,
+    Event,
+    EventStatus,
+    EventVerification,
+    HandshakeKind,
+    InvalidReason,
+    MatchedSecret,
+    RejectedReason,
+    VerificationResult,
+    VerificationType,
+    Webhook,
+)
 from hookbay_dashboard.deps import get_events
 from hookbay_dashboard.events.cursor import cursor_key, decode_cursor, encode_cursor
 from hookbay_dashboard.events.schemas import StatusFilter
@@ -34,6 +46,7 @@ SUMMARY_FIELDS = {
     "id", "request_id", "webhook_id", "webhook_name", "created_at", "status",
     "rejected_reason", "content_type", "client_ip", "signature_valid", "body_size",
     "last_status_code", "last_latency_ms", "last_error", "next_retry_at", "attempt_count",
+    "verification", "handshake",
 }  # fmt: skip
 
 
@@ -538,6 +551,7 @@ class TestDetail:
             "request_body_encoding": "base64", "content_type": "application/octet-stream",
             "signature_valid": None, "created_at": isoformat(event.created_at),
             "status": "success", "rejected_reason": None, "forward_url": "http://127.0.0.1:9/in",
+            "verification": None, "handshake": None,
         }  # fmt: skip
         assert [a["id"] for a in attempts] == [failed.id, retried.id]
         first, second = attempts
@@ -591,6 +605,56 @@ class TestDetail:
         assert export.headers["content-disposition"] == f'attachment; filename="{event.id}.json"'
         assert export.json() == detail.json()
         assert len(export.json()["attempts"]) == 1
+
+
+class TestVerificationVerdict:
+    async def test_detail_list_and_export_carry_the_verdict_and_the_handshake(
+        self, dashboard: Dashboard
+    ) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        common = dict(webhook_id=hook.id, webhook_name=hook.name, username=owner.username)
+        recorded = create_event(
+            **common, signature_valid=False,
+            verification=EventVerification(
+                type=VerificationType.STRIPE, result=VerificationResult.INVALID,
+                reason=InvalidReason.TIMESTAMP_OUT_OF_TOLERANCE,
+            ),
+        )  # fmt: skip
+        previous = create_event(
+            **common, signature_valid=True,
+            verification=EventVerification(
+                type=VerificationType.STRIPE, result=VerificationResult.VALID,
+                secret=MatchedSecret.PREVIOUS,
+            ),
+        )  # fmt: skip
+        handshake = create_event(
+            **common, handshake=HandshakeKind.SLACK_URL_VERIFICATION,
+            verification=EventVerification(
+                type=VerificationType.SLACK, result=VerificationResult.VALID,
+                secret=MatchedSecret.CURRENT,
+            ),
+        )  # fmt: skip
+        for event in (recorded, previous, handshake):
+            await dashboard.runtime.events.upsert(event)
+
+        detail = (await owner.client.get(f"/api/v1/events/{recorded.id}")).json()
+        assert detail["verification"] == {
+            "type": "stripe", "result": "invalid", "secret": None,
+            "reason": "timestamp_out_of_tolerance",
+        }  # fmt: skip
+        assert detail["handshake"] is None
+        listed = {e["id"]: e for e in (await page(owner, hook.name))["items"]}
+        assert listed[previous.id]["verification"] == {
+            "type": "stripe", "result": "valid", "secret": "previous", "reason": None,
+        }  # fmt: skip
+        assert listed[handshake.id]["handshake"] == "url_verification"
+        assert listed[recorded.id]["verification"]["reason"] == "timestamp_out_of_tolerance"
+        export = await owner.client.get(f"/api/v1/webhooks/{hook.name}/events/export")
+        exported = {e["id"]: e for e in export.json()}
+        assert exported[handshake.id]["handshake"] == "url_verification"
+        assert exported[handshake.id]["verification"]["secret"] == "current"
+        assert exported[recorded.id]["verification"] == detail["verification"]
 
 
 class TestWebhookExport:

@@ -257,6 +257,8 @@ class TestStream:
             "content_type": "application/json",
             "client_ip": "203.0.113.7",
             "signature_valid": True,
+            "verification": None,
+            "handshake": None,
             "body_size": len(event.body),
             "last_status_code": None,
             "last_latency_ms": None,

@@ -16,12 +16,23 @@ from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
 
 # Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from hookbay_common.models import User, Webhook
     from hookbay_dashboard.accounts.service import AccountService, IssuedToken
     from hookbay_dashboard.services import Services
+    from hookbay_dashboard.webhooks.schemas import VerificationWrite
     from hookbay_dashboard.webhooks.service import WebhookService
+
+# The verification types, spelled out so that `--help` needs no model import (a test keeps
+# them equal to hookbay_common.models.VerificationType).
+VERIFICATION_TYPES = (
+    "hookbay", "standard-webhooks", "stripe", "github", "shopify", "slack", "twilio", "zoom",
+    "meta", "paddle", "linear", "pagerduty", "typeform", "intercom", "square", "gitlab",
+    "sendgrid", "mailgun", "x", "hmac", "basic", "api-key", "none",
+)  # fmt: skip
 
 
 def services_for(rt: Runtime) -> Services:
@@ -156,25 +167,92 @@ def token_create(state: CliState, username: str, name: str) -> None:
     )
 
 
+def verification_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--verify TYPE`` family; without ``--verify``, ``--secret`` is a plain secret."""
+    options = [
+        click.option(
+            "--verify", "verify", type=click.Choice(VERIFICATION_TYPES), default=None,
+            metavar="TYPE", help="Verify requests with this preset (see docs/owners/verification.md); "
+            "--secret is then its secret.",
+        ),
+        click.option("--mode", type=click.Choice(("enforce", "record")), default=None,
+                     help="enforce (default): refuse failing requests with 401; record: accept "
+                     "and record the verdict."),
+        click.option("--tolerance", type=click.IntRange(min=0), default=None, metavar="SECONDS",
+                     help="Largest age of a signed timestamp (0: not checked)."),
+        click.option("--keep-previous-for", type=click.IntRange(min=0), default=None,
+                     metavar="SECONDS", help="With a new --secret: the old one stays valid "
+                     "this long."),
+        click.option("--public-url", default=None, help="twilio, square: the URL the sender signs."),
+        click.option("--verify-token", default=None, help="meta: the handshake's verify token."),
+        click.option("--public-key", default=None, help="sendgrid: the public key (base64 DER)."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def verification_of(secret: str | None, options: dict[str, Any]) -> VerificationWrite | None:
+    """The verification the ``--verify`` options ask for (``None`` without ``--verify``; its
+    other options then are a usage mistake)."""
+    verify = options.pop("verify")
+    given = {k: v for k, v in options.items() if v is not None}
+    if verify is None:
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in sorted(given))
+            raise click.UsageError(f"{flags}: only with --verify TYPE")
+        return None
+    from pydantic import ValidationError
+
+    from hookbay_common.errors import InvalidRequest
+    from hookbay_dashboard.webhooks.schemas import VerificationWrite
+
+    rename = {"tolerance": "tolerance_s", "keep_previous_for": "keep_previous_for_s"}
+    fields = {rename.get(k, k): v for k, v in given.items()}
+    try:
+        if secret is not None:
+            fields["secret"] = secret
+        return VerificationWrite.model_validate({"type": verify, **fields})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise InvalidRequest(f"invalid verification: {problems}") from None
+
+
 @click.group()
 def webhook() -> None:
-    """Webhooks: receiving URLs, secrets, forward destinations."""
+    """Webhooks: receiving URLs, secrets, verification, forward destinations."""
 
 
 @webhook.command("create")
 @click.argument("username")
 @click.argument("name")
-@click.option("--secret", default=None, help="Signing secret (HMAC-SHA256 of the body).")
+@click.option(
+    "--secret", default=None,
+    help="Signing secret: of the --verify preset, else a plain secret (HMAC-SHA256 of the body).",
+)  # fmt: skip
 @click.option("--forward-url", default=None, help="Destination that receives every event.")
+@verification_options
 @json_option
 @pass_state
 def webhook_create(
-    state: CliState, username: str, name: str, secret: str | None, forward_url: str | None
+    state: CliState,
+    /,
+    username: str,
+    name: str,
+    secret: str | None,
+    forward_url: str | None,
+    **verify: Any,
 ) -> None:
     """Create webhook NAME for USERNAME."""
+    verification = verification_of(secret, verify)
+    plain = None if verification is not None else secret
 
     async def work(rt: Runtime) -> Webhook:
-        return await webhooks_for(rt).create(username, name, secret=secret, forward_url=forward_url)
+        return await webhooks_for(rt).create(
+            username, name, secret=plain, forward_url=forward_url, verification=verification
+        )
 
     _emit_webhook(state, state.run(work), "created")
 
@@ -182,37 +260,56 @@ def webhook_create(
 @webhook.command("set")
 @click.argument("username")
 @click.argument("name")
-@click.option("--secret", default=None, help="Set or rotate the signing secret.")
-@click.option("--no-secret", is_flag=True, help="Remove the signing secret.")
+@click.option(
+    "--secret", default=None,
+    help="Set or rotate the signing secret: of the --verify preset, else the plain secret.",
+)  # fmt: skip
+@click.option("--no-secret", is_flag=True, help="Remove the plain signing secret.")
 @click.option("--forward-url", default=None, help="Set the forward destination.")
 @click.option("--no-forward", is_flag=True, help="Remove the forward destination.")
+@click.option("--no-verify", is_flag=True, help="Remove the verification.")
+@verification_options
 @json_option
 @pass_state
 def webhook_set(
     state: CliState,
+    /,
     username: str,
     name: str,
     secret: str | None,
     no_secret: bool,
     forward_url: str | None,
     no_forward: bool,
+    no_verify: bool,
+    **verify: Any,
 ) -> None:
-    """Change the secret or the forward destination of a webhook."""
+    """Change the secret, the verification or the forward destination of a webhook. With
+    --verify of the webhook's current type, a secret not given is kept."""
     if secret is not None and no_secret:
         raise click.UsageError("--secret and --no-secret exclude each other")
     if forward_url is not None and no_forward:
         raise click.UsageError("--forward-url and --no-forward exclude each other")
-    if secret is None and not no_secret and forward_url is None and not no_forward:
+    if verify["verify"] is not None and no_verify:
+        raise click.UsageError("--verify and --no-verify exclude each other")
+    verification = verification_of(secret, verify)
+    changes = (secret, forward_url, verification)
+    if all(c is None for c in changes) and not (no_secret or no_forward or no_verify):
         raise click.UsageError(
-            "nothing to change: give --secret, --no-secret, --forward-url or --no-forward"
+            "nothing to change: give --secret, --no-secret, --verify, --no-verify, "
+            "--forward-url or --no-forward"
         )
     from hookbay_dashboard.webhooks.service import UNCHANGED
 
-    new_secret = None if no_secret else (secret if secret is not None else UNCHANGED)
+    plain = secret if verification is None else None
+    new_secret = None if no_secret else (plain if plain is not None else UNCHANGED)
     new_url = None if no_forward else (forward_url if forward_url is not None else UNCHANGED)
+    new_verification = None if no_verify else (verification or UNCHANGED)
 
     async def work(rt: Runtime) -> Webhook:
-        return await webhooks_for(rt).change(username, name, secret=new_secret, forward_url=new_url)
+        return await webhooks_for(rt).change(
+            username, name, secret=new_secret, forward_url=new_url,
+            verification=new_verification,
+        )  # fmt: skip
 
     _emit_webhook(state, state.run(work), "updated")
 
@@ -276,15 +373,24 @@ def webhook_list(state: CliState, username: str) -> None:
     views = [webhook_view(h, state.settings.public_url) for h in hooks]
 
     def human(console: Console) -> None:
-        columns = ("NAME", "ACTIVE", "SECRET", "FORWARD URL", "RECEIVING URL")
+        columns = ("NAME", "ACTIVE", "SECRET", "VERIFY", "FORWARD URL", "RECEIVING URL")
         rows = [
             (v["name"], "yes" if v["active"] else "no", "set" if v["secret"] else "none",
-             v["forward_url"], v["url"])
+             _verify_cell(v), v["forward_url"], v["url"])
             for v in views
         ]  # fmt: skip
         table(console, columns, rows)
 
     state.emit(views, human=human)
+
+
+def _verify_cell(view: dict[str, Any]) -> str:
+    """The verification type (and mode when it only records); ``hookbay`` for a plain secret."""
+    verification = view["verification"]
+    if verification is None:
+        return "hookbay" if view["secret"] else "none"
+    mode = " (record)" if verification["mode"] == "record" else ""
+    return f"{verification['type']}{mode}"
 
 
 def _emit_webhook(state: CliState, hook: Webhook, verb: str) -> None:

@@ -19,6 +19,8 @@ from hookbay_common.models import (
     EventHead,
     EventRow,
     EventStatus,
+    EventVerification,
+    HandshakeKind,
     RejectedReason,
     body_to_text,
 )
@@ -54,6 +56,17 @@ class EventSummary(BaseModel):
     content_type: str | None
     client_ip: str
     signature_valid: bool | None = Field(description="null when the webhook has no secret.")
+    verification: EventVerification | None = Field(
+        default=None,
+        description="The verification verdict: type, result (valid, invalid, skipped), the "
+        "secret that matched (current, previous) and why it failed; null when the webhook "
+        "verifies nothing.",
+    )
+    handshake: HandshakeKind | None = Field(
+        default=None,
+        description="Set when the request was a sender's handshake, answered at intake and "
+        "never forwarded.",
+    )
     body_size: int | None = Field(
         default=None,
         description="Bytes of the request body; null for events recorded before the paged layout.",
@@ -91,7 +104,8 @@ class EventSummary(BaseModel):
             id=head.id, request_id=head.request_id, webhook_id=head.webhook_id,
             webhook_name=head.webhook_name, created_at=head.created_at, status=head.status,
             rejected_reason=head.rejected_reason, content_type=head.content_type,
-            client_ip=head.client_ip, signature_valid=head.signature_valid, **extra,
+            client_ip=head.client_ip, signature_valid=head.signature_valid,
+            verification=head.verification, handshake=head.handshake, **extra,
         )  # fmt: skip
 
 
@@ -123,6 +137,17 @@ class EventRead(BaseModel):
     rejected_reason: RejectedReason | None
     forward_url: str | None = Field(
         description="The destination when the event arrived; null: nothing to deliver."
+    )
+    verification: EventVerification | None = Field(
+        default=None,
+        description="The verification verdict: type, result (valid, invalid, skipped), the "
+        "secret that matched (current, previous) and why it failed; null when the webhook "
+        "verifies nothing.",
+    )
+    handshake: HandshakeKind | None = Field(
+        default=None,
+        description="Set when the request was a sender's handshake, answered at intake and "
+        "never forwarded.",
     )
 
     @classmethod
@@ -183,7 +208,8 @@ def _event_fields(event: Event) -> dict[str, Any]:
         request_body_encoding=encoding, content_type=event.content_type,
         signature_valid=event.signature_valid, created_at=event.created_at,
         status=event.status, rejected_reason=event.rejected_reason,
-        forward_url=event.forward_url,
+        forward_url=event.forward_url, verification=event.verification,
+        handshake=event.handshake,
     )  # fmt: skip
 
 

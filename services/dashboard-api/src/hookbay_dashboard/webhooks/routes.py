@@ -38,11 +38,12 @@ async def create_webhook(
     body: WebhookCreate, principal: CurrentUser, webhooks: WebhooksDep, settings: SettingsDep
 ) -> WebhookWritten:
     """Create a webhook; the name follows the grammar of DESIGN.md §3 and the forward URL the
-    SSRF rules. Ingest accepts requests to it within 2 s."""
+    SSRF rules. Ingest accepts requests to it within 2 s. A verification whose type lacks a
+    field it needs is a 422 naming the field."""
     generated = generate_secret() if body.generate_secret else None
     hook = await webhooks.create(
         principal.username, body.name, secret=generated or body.secret,
-        forward_url=body.forward_url,
+        forward_url=body.forward_url, verification=body.verification,
     )  # fmt: skip
     return _written(hook, settings.public_url, generated)
 
@@ -62,17 +63,21 @@ async def update_webhook(
     webhooks: WebhooksDep,
     settings: SettingsDep,
 ) -> WebhookWritten:
-    """Change the forward URL, set / rotate / remove the secret. Ingest sees it within 2 s."""
+    """Change the forward URL, set / rotate / remove the secret or the verification (a new
+    verification secret with ``keep_previous_for_s`` keeps the old one valid that long).
+    Ingest sees it within 2 s."""
     sent = body.model_fields_set
     generated = generate_secret() if body.generate_secret else None
     secret: Any = generated if generated else (body.secret if "secret" in sent else UNCHANGED)
     forward_url: Any = body.forward_url if "forward_url" in sent else UNCHANGED
-    if secret is UNCHANGED and forward_url is UNCHANGED:
+    verification: Any = body.verification if "verification" in sent else UNCHANGED
+    if secret is UNCHANGED and forward_url is UNCHANGED and verification is UNCHANGED:
         hook = await webhooks.get(principal.username, name)
     else:
         hook = await webhooks.change(
-            principal.username, name, secret=secret, forward_url=forward_url
-        )
+            principal.username, name, secret=secret, forward_url=forward_url,
+            verification=verification,
+        )  # fmt: skip
     return _written(hook, settings.public_url, generated)
 
 

@@ -1,23 +1,55 @@
-"""Webhooks: creation, destination and secret changes, activation."""
+"""Webhooks: creation, destination, secret and verification changes, activation."""
 
 from __future__ import annotations
 
 import secrets
+from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import StatsRepository, UserRepository, WebhookRepository
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Webhook
+from hookbay_common.models import (
+    REQUIRED_FIELDS,
+    PreviousSecret,
+    VerificationType,
+    Webhook,
+    WebhookVerification,
+)
 from hookbay_common.names import check_username, check_webhook_name
 from hookbay_common.netguard import check_destination
+from hookbay_dashboard.webhooks.schemas import SECRET_MASK, VerificationWrite
 
 UNCHANGED: Any = object()
 MIN_SECRET_LENGTH = 8
+
+
+class VerificationInvalid(InvalidRequest):
+    """A verification the webhook cannot work with: a field its type needs is missing, or a
+    value is refused. 422 with the API's validation body: ``detail`` lists each problem with
+    its ``loc`` (``["body", "verification", <field>...]``), ``msg`` and ``type``."""
+
+    status_code = 422
+
+    @classmethod
+    def of_field(cls, field: str, msg: str) -> VerificationInvalid:
+        detail = [{"loc": ["body", "verification", field], "msg": msg, "type": "value_error"}]
+        return cls(f"verification.{field}: {msg}", detail=detail)
+
+    @classmethod
+    def of(cls, exc: ValidationError) -> VerificationInvalid:
+        detail = [
+            {"loc": ["body", "verification", *e["loc"]], "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors()
+        ]
+        message = "; ".join(
+            f"{'.'.join(str(p) for p in d['loc'][1:])}: {d['msg']}" for d in detail[:5]
+        )
+        return cls(message, detail=detail)
 
 
 class WebhookService:
@@ -51,6 +83,7 @@ class WebhookService:
         *,
         secret: str | None = None,
         forward_url: str | None = None,
+        verification: VerificationWrite | None = None,
     ) -> Webhook:
         check_username(username)
         check_webhook_name(name)
@@ -64,6 +97,9 @@ class WebhookService:
                 username=username,
                 name=name,
                 secret=_checked_secret(secret),
+                verification=resolve_verification(verification, None, now=now)
+                if verification is not None
+                else None,
                 forward_url=forward_url,
                 active=True,
                 created_at=now,
@@ -79,11 +115,26 @@ class WebhookService:
         *,
         secret: str | None = UNCHANGED,
         forward_url: str | None = UNCHANGED,
+        verification: VerificationWrite | None = UNCHANGED,
     ) -> Webhook:
-        """Set or remove (``None``) the secret and the forward URL; ``UNCHANGED`` leaves one as is."""
+        """Set or remove (``None``) the plain secret, the verification and the forward URL;
+        ``UNCHANGED`` leaves one as is. A plain secret set removes the verification and a
+        verification set removes the plain secret (``resolve_verification`` builds it on the
+        stored one: omitted secrets kept, a replaced secret kept as previous)."""
         changes: dict[str, Any] = {}
         if secret is not UNCHANGED:
             changes["secret"] = _checked_secret(secret)
+            if secret is not None:
+                changes["verification"] = None
+        if verification is not UNCHANGED:
+            if verification is None:
+                changes["verification"] = None
+            else:
+                current = await self._webhooks.require(username, name)
+                changes["verification"] = resolve_verification(
+                    verification, current.effective_verification, now=utcnow()
+                )
+                changes["secret"] = None
         if forward_url is not UNCHANGED:
             if forward_url is not None:
                 await check_destination(forward_url, allow_private=self._allow_private)
@@ -117,6 +168,94 @@ class WebhookService:
 def generate_secret() -> str:
     """A new signing secret: 256 random bits, URL-safe."""
     return secrets.token_urlsafe(32)
+
+
+def resolve_verification(
+    write: VerificationWrite, current: WebhookVerification | None, *, now: datetime
+) -> WebhookVerification:
+    """The verification ``write`` asks for. When ``current`` (the webhook's effective
+    verification, a plain secret included) has the same type, ``write`` is merged into it:
+    fields not sent, and secrets sent as the mask, keep their stored value, a field sent as
+    null is cleared, and a new ``secret`` (for ``basic`` and ``api-key``: password or key)
+    rotates: the replaced one stays accepted for ``keep_previous_for_s`` seconds. Another type
+    starts afresh. ``VerificationInvalid`` names each field the type needs and lacks, and a
+    secret given to a type that uses none."""
+    base = current if current is not None and current.type is write.type else None
+    fields: dict[str, Any] = (
+        {name: getattr(base, name) for name in WebhookVerification.model_fields} if base else {}
+    )
+    sent = write.model_fields_set - {"keep_previous_for_s"}
+    for name in sent & {"type", "mode", "tolerance_s", "public_url", "public_key", "hmac"}:
+        fields[name] = getattr(write, name)
+    if "verify_token" in sent:
+        token = write.verify_token
+        fields["verify_token"] = token and _kept(token, fields.get("verify_token"))
+    if "basic" in sent:
+        fields["basic"] = write.basic and {
+            "username": write.basic.username,
+            "password": _kept(
+                write.basic.password, base.basic.password if base and base.basic else None
+            ),
+        }
+    if "api_key" in sent:
+        fields["api_key"] = write.api_key and {
+            "header": write.api_key.header,
+            "value": _kept(
+                write.api_key.value, base.api_key.value if base and base.api_key else None
+            ),
+        }
+    new_secret = _kept(write.secret, None) if "secret" in sent else None
+    if new_secret is not None and "secret" not in REQUIRED_FIELDS[write.type]:
+        raise VerificationInvalid.of_field(
+            "secret", f"secret is not used by verification type {write.type.value}"
+        )
+    if base is None or ("secret" in sent and write.secret is None):
+        fields["secret"] = new_secret  # a secret sent as null is cleared
+        fields["previous"] = None
+    try:
+        built = WebhookVerification.model_validate(fields)
+    except ValidationError as exc:
+        raise VerificationInvalid.of(exc) from None
+    keep = write.keep_previous_for_s or 0
+    if base is not None and new_secret is not None:
+        built = built.rotated(SecretStr(new_secret), now=now, keep_previous_for_s=keep)
+    elif base is not None and built.type in _CREDENTIAL_TYPES:
+        built = _rotated_credential(base, built, now=now, keep_previous_for_s=keep)
+    return built
+
+
+_CREDENTIAL_TYPES = frozenset({VerificationType.BASIC, VerificationType.API_KEY})
+"""Types whose password or key plays the secret's part (also in a rotation)."""
+
+
+def _credential(verification: WebhookVerification) -> str | None:
+    if verification.basic is not None:
+        return verification.basic.password.get_secret_value()
+    if verification.api_key is not None:
+        return verification.api_key.value.get_secret_value()
+    return None
+
+
+def _rotated_credential(
+    base: WebhookVerification, built: WebhookVerification, *, now: datetime,
+    keep_previous_for_s: int,
+) -> WebhookVerification:  # fmt: skip
+    """``built`` whose replaced password or key stays accepted for ``keep_previous_for_s``."""
+    old, new = _credential(base), _credential(built)
+    if old is None or old == new:
+        return built
+    previous = None
+    if keep_previous_for_s > 0:
+        expires = now + timedelta(seconds=keep_previous_for_s)
+        previous = PreviousSecret(secret=SecretStr(old), expires_at=expires)
+    return built.model_copy(update={"previous": previous})
+
+
+def _kept(sent: str | None, stored: SecretStr | None) -> str | None:
+    """A secret as sent, or the stored one when sent as the mask (or, nested, omitted)."""
+    if sent is None or sent == SECRET_MASK:
+        return stored.get_secret_value() if stored is not None else None
+    return sent
 
 
 def _checked_secret(secret: str | None) -> SecretStr | None:

@@ -249,7 +249,8 @@ export interface paths {
         /**
          * Create Webhook
          * @description Create a webhook; the name follows the grammar of DESIGN.md §3 and the forward URL the
-         *     SSRF rules. Ingest accepts requests to it within 2 s.
+         *     SSRF rules. Ingest accepts requests to it within 2 s. A verification whose type lacks a
+         *     field it needs is a 422 naming the field.
          */
         post: operations["create_webhook_api_v1_webhooks_post"];
         delete?: never;
@@ -279,7 +280,9 @@ export interface paths {
         head?: never;
         /**
          * Update Webhook
-         * @description Change the forward URL, set / rotate / remove the secret. Ingest sees it within 2 s.
+         * @description Change the forward URL, set / rotate / remove the secret or the verification (a new
+         *     verification secret with ``keep_previous_for_s`` keeps the old one valid that long).
+         *     Ingest sees it within 2 s.
          */
         patch: operations["update_webhook_api_v1_webhooks__name__patch"];
         trace?: never;
@@ -501,6 +504,29 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** ApiKeyRead */
+        ApiKeyRead: {
+            /** Header */
+            header: string;
+            /**
+             * Value
+             * @description Always '********'.
+             */
+            value: string;
+        };
+        /** ApiKeyWrite */
+        ApiKeyWrite: {
+            /**
+             * Header
+             * @description The request header to read.
+             */
+            header: string;
+            /**
+             * Value
+             * @description Write-only (reads as '********'); on PATCH of the same type, omitted or sent as '********' it keeps the stored value.
+             */
+            value?: string | null;
+        };
         /**
          * AttemptRead
          * @description One forward attempt; attempts of one chain (initial + retries, or a replay) share
@@ -549,6 +575,26 @@ export interface components {
          * @enum {string}
          */
         AttemptTrigger: "initial" | "retry" | "replay";
+        /** BasicRead */
+        BasicRead: {
+            /**
+             * Password
+             * @description Always '********'.
+             */
+            password: string;
+            /** Username */
+            username: string;
+        };
+        /** BasicWrite */
+        BasicWrite: {
+            /**
+             * Password
+             * @description Write-only (reads as '********'); on PATCH of the same type, omitted or sent as '********' it keeps the stored value.
+             */
+            password?: string | null;
+            /** Username */
+            username: string;
+        };
         /**
          * BodyEncoding
          * @enum {string}
@@ -616,6 +662,8 @@ export interface components {
              * @description The destination when the event arrived; null: nothing to deliver.
              */
             forward_url: string | null;
+            /** @description Set when the request was a sender's handshake, answered at intake and never forwarded. */
+            handshake?: components["schemas"]["HandshakeKind"] | null;
             /** Id */
             id: string;
             rejected_reason: components["schemas"]["RejectedReason"] | null;
@@ -637,6 +685,8 @@ export interface components {
              */
             signature_valid: boolean | null;
             status: components["schemas"]["EventStatus"];
+            /** @description The verification verdict: type, result (valid, invalid, skipped), the secret that matched (current, previous) and why it failed; null when the webhook verifies nothing. */
+            verification?: components["schemas"]["EventVerification"] | null;
             /** Webhook Id */
             webhook_id: string;
             /** Webhook Name */
@@ -671,6 +721,8 @@ export interface components {
              * @description The destination when the event arrived; null: nothing to deliver.
              */
             forward_url: string | null;
+            /** @description Set when the request was a sender's handshake, answered at intake and never forwarded. */
+            handshake?: components["schemas"]["HandshakeKind"] | null;
             /** Id */
             id: string;
             rejected_reason: components["schemas"]["RejectedReason"] | null;
@@ -692,6 +744,8 @@ export interface components {
              */
             signature_valid: boolean | null;
             status: components["schemas"]["EventStatus"];
+            /** @description The verification verdict: type, result (valid, invalid, skipped), the secret that matched (current, previous) and why it failed; null when the webhook verifies nothing. */
+            verification?: components["schemas"]["EventVerification"] | null;
             /** Webhook Id */
             webhook_id: string;
             /** Webhook Name */
@@ -728,6 +782,8 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /** @description Set when the request was a sender's handshake, answered at intake and never forwarded. */
+            handshake?: components["schemas"]["HandshakeKind"] | null;
             /** Id */
             id: string;
             /**
@@ -759,11 +815,68 @@ export interface components {
              */
             signature_valid: boolean | null;
             status: components["schemas"]["EventStatus"];
+            /** @description The verification verdict: type, result (valid, invalid, skipped), the secret that matched (current, previous) and why it failed; null when the webhook verifies nothing. */
+            verification?: components["schemas"]["EventVerification"] | null;
             /** Webhook Id */
             webhook_id: string;
             /** Webhook Name */
             webhook_name: string;
         };
+        /**
+         * EventVerification
+         * @description What verification said about one request: ``secret`` is set when ``valid``, ``reason``
+         *     when ``invalid``.
+         */
+        EventVerification: {
+            reason?: components["schemas"]["InvalidReason"] | null;
+            result: components["schemas"]["VerificationResult"];
+            secret?: components["schemas"]["MatchedSecret"] | null;
+            type: components["schemas"]["VerificationType"];
+        };
+        /**
+         * HandshakeKind
+         * @description A sender's proof-of-ownership request, answered at intake, in the sender's own words.
+         * @enum {string}
+         */
+        HandshakeKind: "url_verification" | "endpoint.url_validation" | "subscribe" | "crc";
+        /**
+         * HmacAlgorithm
+         * @enum {string}
+         */
+        HmacAlgorithm: "sha1" | "sha256" | "sha512";
+        /**
+         * HmacScheme
+         * @description The generic HMAC scheme (type ``hmac``): the MAC of ``payload`` (a template over
+         *     ``{body}``, ``{timestamp}``, ``{id}``, ``{url}``) in header ``header``, after ``prefix``.
+         */
+        HmacScheme: {
+            /** @default sha256 */
+            algorithm?: components["schemas"]["HmacAlgorithm"];
+            /** @default hex */
+            encoding?: components["schemas"]["SignatureEncoding"];
+            /** Header */
+            header: string;
+            /** Id Header */
+            id_header?: string | null;
+            /**
+             * Payload
+             * @default {body}
+             */
+            payload?: string;
+            /**
+             * Prefix
+             * @default
+             */
+            prefix?: string;
+            /** Timestamp Header */
+            timestamp_header?: string | null;
+        };
+        /**
+         * InvalidReason
+         * @description Why a request's signature was refused.
+         * @enum {string}
+         */
+        InvalidReason: "missing_signature" | "bad_signature" | "timestamp_out_of_tolerance" | "unsupported_version";
         /** LatencyBin */
         LatencyBin: {
             /** Count */
@@ -801,6 +914,12 @@ export interface components {
             /** Username */
             username: string;
         };
+        /**
+         * MatchedSecret
+         * @description Which of a webhook's secrets a valid signature was made with.
+         * @enum {string}
+         */
+        MatchedSecret: "current" | "previous";
         /** Me */
         Me: {
             /**
@@ -838,6 +957,20 @@ export interface components {
              * @description The owner's webhooks, by name.
              */
             webhooks: components["schemas"]["WebhookOverview"][];
+        };
+        /** PreviousSecretRead */
+        PreviousSecretRead: {
+            /**
+             * Expires At
+             * Format: date-time
+             * @description When the replaced secret stops being accepted.
+             */
+            expires_at: string;
+            /**
+             * Secret
+             * @description Always '********'.
+             */
+            secret: string;
         };
         /**
          * RejectedReason
@@ -924,6 +1057,11 @@ export interface components {
          * @enum {string}
          */
         Role: "user" | "admin";
+        /**
+         * SignatureEncoding
+         * @enum {string}
+         */
+        SignatureEncoding: "hex" | "base64";
         /**
          * StatsCounters
          * @description What happened to the webhook's events in a span (delivery chains and attempts are counted
@@ -1183,6 +1321,103 @@ export interface components {
             plan?: string | null;
             role?: components["schemas"]["Role"] | null;
         };
+        /**
+         * VerificationMode
+         * @enum {string}
+         */
+        VerificationMode: "enforce" | "record";
+        /**
+         * VerificationRead
+         * @description A webhook's verification with every secret masked.
+         */
+        VerificationRead: {
+            api_key: components["schemas"]["ApiKeyRead"] | null;
+            basic: components["schemas"]["BasicRead"] | null;
+            hmac: components["schemas"]["HmacScheme"] | null;
+            mode: components["schemas"]["VerificationMode"];
+            /** @description The secret a rotation replaced, still accepted until expires_at. */
+            previous: components["schemas"]["PreviousSecretRead"] | null;
+            /** Public Key */
+            public_key: string | null;
+            /** Public Url */
+            public_url: string | null;
+            /**
+             * Secret
+             * @description '********' when set, else null.
+             */
+            secret: string | null;
+            /** Tolerance S */
+            tolerance_s: number | null;
+            type: components["schemas"]["VerificationType"];
+            /**
+             * Verify Token
+             * @description '********' when set, else null.
+             */
+            verify_token: string | null;
+        };
+        /**
+         * VerificationResult
+         * @enum {string}
+         */
+        VerificationResult: "valid" | "invalid" | "skipped";
+        /**
+         * VerificationType
+         * @description How a webhook's requests prove they come from their sender (``docs/owners/verification.md``).
+         * @enum {string}
+         */
+        VerificationType: "hookbay" | "standard-webhooks" | "stripe" | "github" | "shopify" | "slack" | "twilio" | "zoom" | "meta" | "paddle" | "linear" | "pagerduty" | "typeform" | "intercom" | "square" | "gitlab" | "sendgrid" | "mailgun" | "x" | "hmac" | "basic" | "api-key" | "none";
+        /**
+         * VerificationWrite
+         * @description How the webhook's requests are verified (``docs/owners/verification.md``). On PATCH with
+         *     the stored type, it is merged into the stored verification: fields not sent, and secrets
+         *     sent as the mask, keep their value; a field sent as null is cleared. Another type (or
+         *     POST) starts afresh. Each type's required fields are checked after the merge (a missing
+         *     one: 422 naming it).
+         */
+        VerificationWrite: {
+            /** @description api-key: a header and value. */
+            api_key?: components["schemas"]["ApiKeyWrite"] | null;
+            /** @description basic: HTTP Basic credentials. */
+            basic?: components["schemas"]["BasicWrite"] | null;
+            /** @description hmac: the generic scheme. */
+            hmac?: components["schemas"]["HmacScheme"] | null;
+            /**
+             * Keep Previous For S
+             * @description On PATCH with a new secret: the replaced secret stays valid for this many seconds (omitted or 0: replaced at once). Not stored; the read shows previous.expires_at.
+             */
+            keep_previous_for_s?: number | null;
+            /**
+             * @description enforce (the default): a failing request is answered 401; record: accepted, the verdict recorded on the event.
+             * @default enforce
+             */
+            mode?: components["schemas"]["VerificationMode"];
+            /**
+             * Public Key
+             * @description sendgrid: the ECDSA public key, base64 DER.
+             */
+            public_key?: string | null;
+            /**
+             * Public Url
+             * @description twilio, square: the URL the sender signs (as configured at the sender).
+             */
+            public_url?: string | null;
+            /**
+             * Secret
+             * @description Write-only (reads as '********'); on PATCH of the same type, omitted or sent as '********' it keeps the stored value.
+             */
+            secret?: string | null;
+            /**
+             * Tolerance S
+             * @description For types that sign a timestamp: the largest distance from now accepted (null: the type's default; 0: not checked).
+             */
+            tolerance_s?: number | null;
+            type: components["schemas"]["VerificationType"];
+            /**
+             * Verify Token
+             * @description meta: the GET handshake's token. Write-only (reads as '********'); on PATCH of the same type, omitted or sent as '********' it keeps the stored value.
+             */
+            verify_token?: string | null;
+        };
         /** WebhookCreate */
         WebhookCreate: {
             /** Forward Url */
@@ -1195,8 +1430,13 @@ export interface components {
             generate_secret?: boolean;
             /** Name */
             name: string;
-            /** Secret */
+            /**
+             * Secret
+             * @description A plain secret: verification type hookbay (X-Service-Signature).
+             */
             secret?: string | null;
+            /** @description How requests are verified; replaces a plain secret. On PATCH, null removes it. Not together with secret or generate_secret (422). */
+            verification?: components["schemas"]["VerificationWrite"] | null;
         };
         /**
          * WebhookOverview
@@ -1253,7 +1493,7 @@ export interface components {
             name: string;
             /**
              * Secret
-             * @description '********' when a secret is set, else null.
+             * @description '********' when a plain secret (verification type hookbay) is set, else null.
              */
             secret: string | null;
             /**
@@ -1268,6 +1508,8 @@ export interface components {
             url: string;
             /** Username */
             username: string;
+            /** @description How requests are verified; null: by the plain secret, if any. */
+            verification?: components["schemas"]["VerificationRead"] | null;
         };
         /**
          * WebhookStats
@@ -1301,8 +1543,10 @@ export interface components {
         };
         /**
          * WebhookUpdate
-         * @description Only the fields sent change: ``"secret": null`` removes the secret, ``"forward_url":
-         *     null`` stops forwarding; ``generate_secret`` rotates to a generated secret.
+         * @description Only the fields sent change: ``"secret": null`` removes the plain secret,
+         *     ``"verification": null`` the verification, ``"forward_url": null`` stops forwarding;
+         *     ``generate_secret`` rotates to a generated secret. Setting a plain secret removes the
+         *     verification and setting a verification removes the plain secret (one of them is in use).
          */
         WebhookUpdate: {
             /** Forward Url */
@@ -1313,8 +1557,13 @@ export interface components {
              * @default false
              */
             generate_secret?: boolean;
-            /** Secret */
+            /**
+             * Secret
+             * @description A plain secret: verification type hookbay (X-Service-Signature).
+             */
             secret?: string | null;
+            /** @description How requests are verified; replaces a plain secret. On PATCH, null removes it. Not together with secret or generate_secret (422). */
+            verification?: components["schemas"]["VerificationWrite"] | null;
         };
         /** WebhookWritten */
         WebhookWritten: {
@@ -1338,7 +1587,7 @@ export interface components {
             name: string;
             /**
              * Secret
-             * @description '********' when a secret is set, else null.
+             * @description '********' when a plain secret (verification type hookbay) is set, else null.
              */
             secret: string | null;
             /**
@@ -1353,6 +1602,8 @@ export interface components {
             url: string;
             /** Username */
             username: string;
+            /** @description How requests are verified; null: by the plain secret, if any. */
+            verification?: components["schemas"]["VerificationRead"] | null;
         };
     };
     responses: never;

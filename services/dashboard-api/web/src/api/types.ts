@@ -4,6 +4,9 @@ type S = components["schemas"];
 
 export type Me = S["Me"];
 export type Webhook = S["WebhookRead"];
+export type VerificationType = S["VerificationType"];
+export type VerificationWrite = S["VerificationWrite"];
+export type EventVerification = S["EventVerification"];
 export type WebhookWritten = S["WebhookWritten"];
 export type EventDetail = S["EventDetail"];
 export type Attempt = S["AttemptRead"];

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState } from "react";
 import { JsonView } from "react-json-view-lite";
 import { api, call } from "../api/client";
 import { eventQuery, webhooksQuery } from "../api/queries";
-import type { Attempt, EventDetail as Detail } from "../api/types";
+import type { Attempt, EventDetail as Detail, EventVerification } from "../api/types";
 import {
   Button,
   Confirm,
@@ -303,6 +303,25 @@ function replaySettled(data: Detail, before: number): boolean {
   return data.status === (delivered ? "success" : "failed");
 }
 
+/** The verification verdict: the preset, valid / invalid / skipped, which secret matched (a
+ * previous one means the sender still signs with a rotated-out secret) and why it failed. */
+function Verdict({ verification }: { verification: EventVerification | null }) {
+  if (!verification) return <span title="The webhook verifies nothing">— none</span>;
+  const { type, result, secret, reason } = verification;
+  const mark = result === "valid" ? "✓ " : result === "invalid" ? "✗ " : "– ";
+  const tone = result === "valid" ? "text-ok" : result === "invalid" ? "text-bad" : "";
+  return (
+    <span className="flex flex-col">
+      <span className={tone}>
+        <span aria-hidden="true">{mark}</span>
+        {result} ({type})
+      </span>
+      {secret && <span className="text-muted">matched the {secret} secret</span>}
+      {reason && <span className="text-bad">reason: {reason.replaceAll("_", " ")}</span>}
+    </span>
+  );
+}
+
 export function EventDetail() {
   const { eventId } = route.useParams();
   const search = route.useSearch();
@@ -376,6 +395,11 @@ export function EventDetail() {
       <div className="flex flex-wrap items-center gap-3">
         <h1 className="font-mono text-xl font-semibold">{data.request_id}</h1>
         <StatusBadge status={data.status} />
+        {data.handshake && (
+          <span className="rounded border border-line px-1.5 text-xs" data-testid="handshake">
+            Handshake: {data.handshake} (answered at intake, never forwarded)
+          </span>
+        )}
         <div className="ml-auto flex flex-wrap gap-2">
           <CopyButton text={data.request_id} what="Request ID" label="Copy request ID" />
           {curl && <CopyButton text={curl} what="curl command" label="Copy as curl" />}
@@ -414,6 +438,12 @@ export function EventDetail() {
           <dt className="text-muted">Signature</dt>
           <dd>
             <Signature valid={data.signature_valid} />
+          </dd>
+        </div>
+        <div>
+          <dt className="text-muted">Verification</dt>
+          <dd data-testid="verification">
+            <Verdict verification={data.verification ?? null} />
           </dd>
         </div>
         <div>

@@ -17,6 +17,7 @@ import {
 } from "../components/ui";
 import { announce } from "../lib/announce";
 import { sampleCurl } from "../lib/format";
+import { VerificationSettings, verificationSummary } from "./WebhookVerification";
 
 const NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
@@ -127,6 +128,7 @@ function WebhookRow({ hook, onSecret }: { hook: Webhook; onSecret: (secret: stri
   const [confirm, setConfirm] = useState<Pending>(null);
   const [typed, setTyped] = useState("");
   const [editing, setEditing] = useState(false);
+  const [verifying, setVerifying] = useState(false);
   const [forwardUrl, setForwardUrl] = useState(hook.forward_url ?? "");
   const path = { params: { path: { name: hook.name } } };
   const done = (message: string) => {
@@ -181,9 +183,7 @@ function WebhookRow({ hook, onSecret }: { hook: Webhook; onSecret: (secret: stri
         <span className="rounded border border-line px-1.5 text-xs">
           {hook.active ? "● Active" : "○ Inactive"}
         </span>
-        <span className="text-sm text-muted">
-          {hook.secret ? "Signed (secret set)" : "Unsigned (no secret)"}
-        </span>
+        <span className="text-sm text-muted">{verificationSummary(hook)}</span>
       </div>
       <div className="flex flex-wrap items-center gap-2 text-sm">
         <code className="break-all font-mono">{hook.url}</code>
@@ -234,14 +234,20 @@ function WebhookRow({ hook, onSecret }: { hook: Webhook; onSecret: (secret: stri
         <Button onClick={() => action.mutate(hook.active ? "deactivate" : "activate")}>
           {hook.active ? "Deactivate" : "Activate"}
         </Button>
-        <Button onClick={() => setConfirm("rotate")}>
-          {hook.secret ? "Rotate secret" : "Add secret"}
+        <Button onClick={() => setVerifying(!verifying)} aria-expanded={verifying}>
+          Verification
         </Button>
+        {!hook.verification && (
+          <Button onClick={() => setConfirm("rotate")}>
+            {hook.secret ? "Rotate secret" : "Add secret"}
+          </Button>
+        )}
         {hook.secret && <Button onClick={() => setConfirm("remove")}>Remove secret</Button>}
         <Button variant="danger" onClick={() => setConfirm("delete")}>
           Delete
         </Button>
       </div>
+      {verifying && <VerificationSettings hook={hook} onDone={() => setVerifying(false)} />}
       <ErrorText error={action.error} />
       <Confirm
         open={confirm === "rotate" || confirm === "remove"}
