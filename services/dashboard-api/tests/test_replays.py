@@ -23,7 +23,14 @@ from hookbay_common.db import (
     WebhookRepository,
 )
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import AttemptTrigger, Event, EventStatus, RejectedReason, Webhook
+from hookbay_common.models import (
+    AttemptTrigger,
+    Event,
+    EventStatus,
+    HandshakeKind,
+    RejectedReason,
+    Webhook,
+)
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService
@@ -205,6 +212,19 @@ class TestReplayEvent:
         response = await owner.client.post(f"/api/v1/events/{rejected.id}/replay")
         assert response.status_code == 409
         assert response.json()["rejectedReason"] == "invalid_signature"
+        assert stack.receiver.received(url) == []
+
+    async def test_a_handshake_is_409(self, stack: Stack) -> None:
+        """A sender's handshake was answered at intake: it is never forwarded, replayed or not."""
+        owner = await stack.dashboard.owner()
+        url = stack.receiver.url()
+        (handshake,) = await stack.store(
+            await stack.webhook(owner, url), [EventStatus.SUCCESS],
+            handshake=HandshakeKind.SLACK_URL_VERIFICATION,
+        )  # fmt: skip
+        response = await owner.client.post(f"/api/v1/events/{handshake.id}/replay")
+        assert response.status_code == 409
+        assert response.json()["rejectedReason"] == "handshake url_verification"
         assert stack.receiver.received(url) == []
 
 

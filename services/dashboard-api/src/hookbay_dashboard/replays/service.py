@@ -137,7 +137,8 @@ class ReplayService:
         """Queue a new attempt chain for the event to its webhook's current destination.
 
         Returns once Kafka acknowledged it. ``EventNotFound`` also for another owner's event
-        (``username`` set), ``EventRejected`` for an event refused by its signature,
+        (``username`` set), ``EventRejected`` for an event refused by its signature or a
+        sender's handshake (answered at intake, never forwarded),
         ``NothingToDeliverTo`` when the webhook was deleted or has no forward URL now,
         ``ServiceUnavailable`` when Kafka is unreachable. Each call is a new chain: asking twice
         delivers twice."""
@@ -146,6 +147,8 @@ class ReplayService:
             raise EventNotFound(event_id)
         if event.rejected_reason is not None:
             raise EventRejected(event_id, event.rejected_reason.value)
+        if event.handshake is not None:
+            raise EventRejected(event_id, f"handshake {event.handshake.value}")
         # by id, not name: a webhook deleted and created again under the name is another one
         webhook = await self._webhooks.get_by_id(event.webhook_id)
         if webhook is None:
