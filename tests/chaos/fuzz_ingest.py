@@ -42,6 +42,7 @@ Run by ``tests/chaos/fuzzing.py`` (``make chaos --fuzz N``, and a short run in `
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import hmac
@@ -88,15 +89,25 @@ class Target:
     webhook: str
     secret: str | None
     active: bool
+    verification: str | None = None
+    """A provider preset (``stripe``, ``github``, ``slack``, ``meta``, ``x``): the target of
+    ``kind_provider`` only, signed the provider's way (docs/owners/verification.md)."""
+    mode: str = "enforce"
+    verify_token: str | None = None
 
     @classmethod
     def of(cls, spec: dict[str, str]) -> Target:
         """``{"path": "/w/<user>/<hook>", "secret": "...", "active": "false"}``; a missing or
-        empty secret means an unsigned webhook, ``active`` defaults to true."""
+        empty secret means an unsigned webhook, ``active`` defaults to true; ``verification``,
+        ``mode`` and ``verify_token`` make a provider target."""
         _, w, username, webhook = spec["path"].split("/")
         assert w == "w", spec
         active = spec.get("active", "true").lower() not in {"false", "0", "no"}
-        return cls(spec["path"], username, webhook, spec.get("secret") or None, active)
+        return cls(
+            spec["path"], username, webhook, spec.get("secret") or None, active,
+            spec.get("verification") or None, spec.get("mode") or "enforce",
+            spec.get("verify_token") or None,
+        )  # fmt: skip
 
 
 @dataclass
@@ -110,6 +121,9 @@ class Req:
     allowed: frozenset[int]
     body: bytes | None = None
     any_body: bool = False
+    handshake: bool = False
+    """A sender's handshake: its 200 is the handshake's answer, not ``{success, requestId}``,
+    and the event it records is never forwarded."""
 
 
 @dataclass
@@ -168,12 +182,17 @@ _WEIRD_TEXT = _UNICODE + "\x00\x01\x1f\x7f\t\r\n\"'\\<>&%{}[]$."
 class Gen:
     """What one input is made of, drawn from its own ``random.Random``."""
 
-    def __init__(self, rng: random.Random, targets: list[Target], limits: Limits) -> None:
+    def __init__(
+        self, rng: random.Random, targets: list[Target], limits: Limits, now: float = 0.0
+    ) -> None:
         self.rng = rng
-        self.targets = targets
+        self.providers = [t for t in targets if t.verification is not None]
+        self.targets = [t for t in targets if t.verification is None]
         self.limits = limits
-        self.active = [t for t in targets if t.active] or targets
-        self.inactive = [t for t in targets if not t.active]
+        self.active = [t for t in self.targets if t.active] or self.targets
+        self.inactive = [t for t in self.targets if not t.active]
+        self.now = now
+        """The sending time, for the presets that sign a timestamp."""
 
     def target(self) -> Target:
         return self.rng.choice(self.active)
@@ -893,6 +912,118 @@ def kind_garbage(g: Gen, i: int) -> Case:
 
 
 KindMaker = Callable[[Gen, int], Case]
+PROVIDER_VARIANTS = (
+    "valid", "tampered", "stale", "several", "garbage", "missing", "wrong_prefix", "huge",
+    "handshake", "forged_handshake", "get", "get_forged",
+)  # fmt: skip
+
+
+def _hex_mac(secret: str, payload: bytes) -> str:
+    return hmac.new(secret.encode(), payload, hashlib.sha256).hexdigest()
+
+
+def _b64_mac(secret: str, payload: bytes) -> str:
+    return base64.b64encode(hmac.new(secret.encode(), payload, hashlib.sha256).digest()).decode()
+
+
+def _provider_headers(
+    g: Gen, target: Target, body: bytes, variant: str
+) -> list[tuple[bytes, bytes]]:
+    """The signature headers of ``target``'s provider for ``body``, spoiled as ``variant`` says."""
+    secret = target.secret or ""
+    now = int(g.now)
+    t = now - 3600 if variant == "stale" else now
+    signed = body + b"x" if variant == "tampered" else body
+    kind = target.verification
+    if kind == "stripe":
+        good = _hex_mac(secret, f"{t}.".encode() + signed)
+        value = {
+            "several": f"t={t},v1={'0' * 64},v1={good},v0={good}",
+            "wrong_prefix": f"t={t},v0={good}",
+        }.get(variant, f"t={t},v1={good}")
+        headers = [(b"Stripe-Signature", value.encode())]
+    elif kind == "slack":
+        good = _hex_mac(secret, f"v0:{t}:".encode() + signed)
+        prefix = "v1=" if variant == "wrong_prefix" else "v0="
+        headers = [(b"X-Slack-Signature", f"{prefix}{good}".encode()),
+                   (b"X-Slack-Request-Timestamp", str(t).encode())]  # fmt: skip
+    elif kind == "x":
+        prefix = "sha1=" if variant == "wrong_prefix" else "sha256="
+        headers = [
+            (b"x-twitter-webhooks-signature", f"{prefix}{_b64_mac(secret, signed)}".encode())
+        ]
+    else:  # github, meta: X-Hub-Signature-256
+        prefix = "sha1=" if variant == "wrong_prefix" else "sha256="
+        value = f"{prefix}{_hex_mac(secret, signed)}"
+        if variant == "several":
+            value = f"sha256={'0' * 64}, {value}"
+        headers = [(b"X-Hub-Signature-256", value.encode())]
+    if variant == "missing":
+        return []
+    if variant == "garbage":
+        return [(name, g.rng.choice([b"", b"t=,v1=", b"sha256=", b"v0=zz", "ä😀".encode(),
+                                      g.rng.randbytes(24).hex().encode()])) for name, _ in headers]  # fmt: skip
+    if variant == "huge":
+        return [(name, value + b"," + b"v1=" * 2000) for name, value in headers]
+    return headers
+
+
+def kind_provider(g: Gen, i: int) -> Case:
+    """A webhook verifying a provider's signature (Stripe, GitHub, Slack, Meta, X): correctly
+    signed requests, spoiled signatures, handshakes (Slack's signed POST, Meta's and X's GET)
+    and forged ones. A verified request and, in ``record`` mode, any request is a 200 delivered
+    to the destination; a handshake's 200 is its answer and is never forwarded."""
+    if not g.providers:
+        return kind_valid(g, i)
+    target = g.rng.choice(g.providers)
+    variant = g.rng.choice(PROVIDER_VARIANTS)
+    record = target.mode == "record"
+    if variant in {"get", "get_forged"}:
+        if target.verification == "meta":
+            token = target.verify_token if variant == "get" else "not-the-token"
+            query = f"hub.mode=subscribe&hub.verify_token={token}&hub.challenge={g.name(10)}"
+        elif target.verification == "x":
+            query = "crc_token=" + (g.name(16) if variant == "get" else "<script>")
+        else:  # no GET handshake: the 405 every GET gets
+            data = request("GET", target.path + "?hub.mode=subscribe", [(b"Host", b"127.0.0.1")])
+            return Case(i, "provider", [data], [Req("GET", frozenset({405}))], note="get_405")
+        data = request("GET", f"{target.path}?{query}", [(b"Host", b"127.0.0.1")])
+        allowed = frozenset({200}) if variant == "get" else frozenset({401})
+        req = Req("GET", allowed, handshake=True)
+        return Case(i, "provider", [data], [req], note=f"{target.verification}_{variant}")
+    if variant in {"handshake", "forged_handshake"} and target.verification == "slack":
+        raw = json.dumps(
+            {"type": "url_verification", "token": "x", "challenge": g.name(20)}
+        ).encode()
+        spoil = "valid" if variant == "handshake" else "tampered"
+        headers = [(b"Host", b"127.0.0.1"), (b"Content-Type", b"application/json"),
+                   (b"Content-Length", str(len(raw)).encode()),
+                   *_provider_headers(g, target, raw, spoil)]  # fmt: skip
+        allowed = frozenset({200}) if variant == "handshake" else frozenset({401})
+        data = request("POST", target.path, headers, raw)
+        return Case(i, "provider", [data], [Req("POST", allowed, handshake=True)],
+                    note=f"slack_{variant}")  # fmt: skip
+    body = json.dumps({"id": f"evt_{g.name(12)}", "n": g.rng.randint(0, 10**6),
+                       "text": g.text(g.rng.randint(0, 80))}).encode()  # fmt: skip
+    spoil = (
+        "valid" if variant in {"handshake", "forged_handshake", "get", "get_forged"} else variant
+    )
+    headers = [(b"Host", b"127.0.0.1"), (b"Content-Type", b"application/json"),
+               (b"Content-Length", str(len(body)).encode()),
+               *_provider_headers(g, target, body, spoil)]  # fmt: skip
+    timestamped = target.verification in {"stripe", "slack"}
+    # several signatures in one header is Stripe's format (any v1 may match); GitHub's and Meta's
+    # header holds one, so a list there is not theirs (Slack's and X's get one signature)
+    several = spoil == "several" and target.verification not in {"github", "meta"}
+    verified = spoil == "valid" or several or (spoil == "stale" and not timestamped)
+    allowed = frozenset({200}) if verified or record else frozenset({401})
+    if spoil == "huge":  # whether the good signature still stands among the junk: the preset's
+        allowed = frozenset({200, 401, 431})
+    data = request("POST", target.path, headers, body)
+    note = f"{target.verification}_{spoil}"
+    return Case(i, "provider", [data], [Req("POST", allowed, body=body)], note=note)
+
+
 KINDS: list[tuple[str, KindMaker, int]] = [
     ("valid", kind_valid, 6),
     ("signature", kind_signature, 3),
@@ -910,6 +1041,7 @@ KINDS: list[tuple[str, KindMaker, int]] = [
     ("pipelined", kind_pipelined, 2),
     ("version", kind_version, 2),
     ("garbage", kind_garbage, 1),
+    ("provider", kind_provider, 3),
 ]
 """(kind, maker, weight): the cycle of input kinds, each as many times as its weight."""
 _CYCLE = [maker for _, maker, weight in KINDS for _ in range(weight)]
@@ -917,9 +1049,14 @@ SIZE_EVERY = 97
 """Every ``SIZE_EVERY``-th input is a ``kind_size`` one (4.5 MB bodies: kept rare)."""
 
 
-def case(targets: list[Target], seed: int, index: int, limits: Limits | None = None) -> Case:
-    """Input ``index`` of the run with ``seed``: the same bytes every time."""
-    g = Gen(random.Random(f"{seed}:{index}"), targets, limits or Limits())
+def case(
+    targets: list[Target], seed: int, index: int, limits: Limits | None = None,
+    now: float | None = None,
+) -> Case:  # fmt: skip
+    """Input ``index`` of the run with ``seed``: the same bytes every time, but for the signed
+    timestamps of provider inputs, which are ``now`` (the sending time by default)."""
+    clock = time.time() if now is None else now
+    g = Gen(random.Random(f"{seed}:{index}"), targets, limits or Limits(), clock)
     if index % SIZE_EVERY == SIZE_EVERY // 2:
         return kind_size(g, index)
     step = random.Random(f"{seed}:cycle").randrange(len(_CYCLE))
@@ -1181,7 +1318,7 @@ def judge(case: Case, outcome: Outcome, report: Report, *, ingest: bool = True) 
         if answer.status not in allowed:
             report.unexpected_status += 1
             report.offence(case, f"answer {at}: {answer.status} not in {sorted(allowed)}", answer)
-        if answer.status == 200 and ingest:
+        if answer.status == 200 and ingest and not (req is not None and req.handshake):
             _accepted(case, req, answer, report)
     missing = len(case.requests) - len(outcome.answers)
     if missing > 0:

@@ -67,6 +67,10 @@ and is judged on what it is (on the pro plan, 1,500 a minute, 4,550 of the 12,46
 10,000-input run were 429: the checks after the rate limit never saw those inputs)."""
 
 
+PROVIDERS = (("stripe", "enforce"), ("github", "record"), ("slack", "enforce"),
+             ("meta", "enforce"), ("x", "enforce"))  # fmt: skip
+"""The provider presets the ingest fuzzer signs for (``fuzz_ingest.kind_provider``): each its
+own webhook; GitHub's in ``record`` mode, where a bad signature is still accepted and forwarded."""
 DELIVERY_TIMEOUT = 180.0
 """How long after the fuzzing every accepted event may take to reach the destination (a 10,000-input
 run accepts ~5,500, some of them 4.5 MB)."""
@@ -96,6 +100,7 @@ class FuzzStack:
         """What no answer and no log line may hold: signing secrets, tokens, the secret key,
         the owners' password, the session."""
         known = [t["secret"] for t in self.targets if t["secret"]]
+        known += [t["verify_token"] for t in self.targets if t.get("verify_token")]
         tokens = [self.api_token, self.ingest_token]
         key = self.settings.secret_key.get_secret_value()
         return [*known, *tokens, key, PASSWORD, *self.session_secrets]
@@ -190,12 +195,16 @@ async def _owner(db: Database, plans: PlanBook, plan: str, *, admin: bool) -> tu
 
 async def _targets(api: httpx.AsyncClient, username: str, destination: str) -> list[dict[str, str]]:
     """Webhooks made through the API (ingest hears of them on the change log): signed, unsigned,
-    inactive; each forwards to ``destination``."""
+    inactive, and one per provider preset of ``PROVIDERS``; each forwards to ``destination``."""
     targets = []
     for secret, active in [(f"fz-sig-{uuid.uuid4().hex}", True), (None, True),
                            (f"fz-off-{uuid.uuid4().hex}", False)]:  # fmt: skip
         name = unique_name("hook-")
-        fields = {"name": name, "secret": secret, "forward_url": f"{destination}/{name}"}
+        fields: dict[str, Any] = {
+            "name": name,
+            "secret": secret,
+            "forward_url": f"{destination}/{name}",
+        }
         created = await api.post("/api/v1/webhooks", json=fields)
         assert created.status_code == 201, created.text
         if not active:
@@ -203,6 +212,19 @@ async def _targets(api: httpx.AsyncClient, username: str, destination: str) -> l
             assert done.status_code == 200, done.text
         targets.append({"path": f"/w/{username}/{name}", "secret": secret or "",
                         "active": str(active).lower()})  # fmt: skip
+    for preset, mode in PROVIDERS:  # one webhook per provider preset the fuzzer signs for
+        name = unique_name("hook-")
+        secret = f"fz-{preset}-{uuid.uuid4().hex}"
+        verification: dict[str, Any] = {"type": preset, "secret": secret, "mode": mode}
+        token = f"fz-token-{uuid.uuid4().hex}" if preset == "meta" else ""
+        if token:
+            verification["verify_token"] = token
+        fields = {"name": name, "verification": verification,
+                  "forward_url": f"{destination}/{name}"}  # fmt: skip
+        created = await api.post("/api/v1/webhooks", json=fields)
+        assert created.status_code == 201, created.text
+        targets.append({"path": f"/w/{username}/{name}", "secret": secret, "active": "true",
+                        "verification": preset, "mode": mode, "verify_token": token})  # fmt: skip
     return targets
 
 
