@@ -221,6 +221,7 @@ def fuzz_report(fuzzed: dict[str, Any], command: str) -> str:
         f"| 200 bodies not `{{success, requestId}}` | {ingest['bad_success_bodies']} |",
         f"| requests unanswered, allowed (the sender broke the framing) | {no_answer(ingest)} |",
         f"| requests unanswered, not allowed | {ingest['no_answer']['offending']} |",
+        f"| handshakes answered (Slack, Meta, X; never forwarded) | {ingest['handshakes']:,} |",
         f"| 200s checked in Kafka (body SHA-256) / missing or other bytes "
         f"| {ingest['accepted']:,} / {len(ingest['missing_from_kafka'])} |",
         f"| 200s delivered to the destination (body SHA-256) / not delivered or other bytes "

@@ -1251,6 +1251,8 @@ class Report(Tally):
     bad_success_bodies: int = 0
     continues: int = 0
     accepted: list[dict[str, Any]] = field(default_factory=list)
+    handshakes: int = 0
+    """Handshakes answered 200 (their answer, not an accepted event: never forwarded)."""
 
     def offence(self, case: Case, reason: str, answer: Answer | None = None) -> None:
         self.offending += 1
@@ -1272,6 +1274,7 @@ class Report(Tally):
                 "offending": self.no_answer_offending,
             },
             "continues": self.continues, "accepted": self.accepted,
+            "handshakes": self.handshakes,
         }  # fmt: skip
 
 
@@ -1318,8 +1321,11 @@ def judge(case: Case, outcome: Outcome, report: Report, *, ingest: bool = True) 
         if answer.status not in allowed:
             report.unexpected_status += 1
             report.offence(case, f"answer {at}: {answer.status} not in {sorted(allowed)}", answer)
-        if answer.status == 200 and ingest and not (req is not None and req.handshake):
-            _accepted(case, req, answer, report)
+        if answer.status == 200 and ingest:
+            if req is not None and req.handshake:
+                report.handshakes += 1
+            else:
+                _accepted(case, req, answer, report)
     missing = len(case.requests) - len(outcome.answers)
     if missing > 0:
         if case.no_answer is not None:
