@@ -120,7 +120,7 @@ class EventPage(BaseModel):
 
 
 class EventRead(BaseModel):
-    """Every captured field of an event (spec §2.2) and where it stands; what an export holds."""
+    """Every captured field of an event and where it stands; what an export holds."""
 
     id: str
     request_id: str

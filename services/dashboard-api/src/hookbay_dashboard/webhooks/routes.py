@@ -37,8 +37,9 @@ async def list_webhooks(
 async def create_webhook(
     body: WebhookCreate, principal: CurrentUser, webhooks: WebhooksDep, settings: SettingsDep
 ) -> WebhookWritten:
-    """Create a webhook; the name follows the grammar of DESIGN.md §3 and the forward URL the
-    SSRF rules. Ingest accepts requests to it within 2 s. A verification whose type lacks a
+    """Create a webhook; the name is lowercase words joined by single hyphens (at most 64
+    characters) and the forward URL follows the SSRF rules. Ingest accepts requests to it
+    within 2 s. A verification whose type lacks a
     field it needs is a 422 naming the field."""
     generated = generate_secret() if body.generate_secret else None
     hook = await webhooks.create(

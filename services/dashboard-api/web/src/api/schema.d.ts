@@ -248,8 +248,9 @@ export interface paths {
         put?: never;
         /**
          * Create Webhook
-         * @description Create a webhook; the name follows the grammar of DESIGN.md §3 and the forward URL the
-         *     SSRF rules. Ingest accepts requests to it within 2 s. A verification whose type lacks a
+         * @description Create a webhook; the name is lowercase words joined by single hyphens (at most 64
+         *     characters) and the forward URL follows the SSRF rules. Ingest accepts requests to it
+         *     within 2 s. A verification whose type lacks a
          *     field it needs is a 422 naming the field.
          */
         post: operations["create_webhook_api_v1_webhooks_post"];
@@ -704,7 +705,7 @@ export interface components {
         };
         /**
          * EventRead
-         * @description Every captured field of an event (spec §2.2) and where it stands; what an export holds.
+         * @description Every captured field of an event and where it stands; what an export holds.
          */
         EventRead: {
             /** Client Ip */

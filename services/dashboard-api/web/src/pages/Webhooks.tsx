@@ -21,7 +21,7 @@ import { VerificationSettings, verificationSummary } from "./WebhookVerification
 
 const NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
-/** Why a webhook name is refused, before it is sent (the grammar of DESIGN.md §3). */
+/** Why a webhook name is refused, before it is sent (the webhook-name grammar of docs/owners/receiving.md, "Names"). */
 export function nameProblem(name: string): string | null {
   if (!name) return "Give the webhook a name.";
   if (name.length > 64) return "At most 64 characters.";
