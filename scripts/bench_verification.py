@@ -255,6 +255,7 @@ def render(phases: list[Phase], args: argparse.Namespace, load: tuple[str, str])
     cpu = {s: median_cpu_us(phases, s) for s in SCHEMES}
     ratio = cpu["stripe"] / cpu["hookbay"]
     non_200 = sum(p.non_200 for p in phases)
+    pairs = [a.cpu_us / b.cpu_us for a, b in zip(phases[::2], phases[1::2], strict=True)]
     verdict = "PASS" if passed(phases) else "FAIL"
     command = " ".join(["scripts/bench_verification.py", *sys.argv[1:]])
     lines = [
@@ -273,13 +274,19 @@ def render(phases: list[Phase], args: argparse.Namespace, load: tuple[str, str])
         " window ÷ the requests scheduled in it and answered 200; latency from each request's"
         " scheduled send time.",
         "",
-        "| phase | scheme | answered 200 | non-200 | CPU µs/request | p50 ms | p99 ms |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "- Non-200 counts every request without a 200: an HTTP status, a timeout"
+        f" (>{REQUEST_TIMEOUT_S:g} s) or `RuntimeError` (more than {MAX_CONNECTIONS} requests in"
+        " flight, the open-loop client's limit: a stall of the machine or the ingest).",
+        "",
+        "| phase | scheme | answered 200 | non-200 | CPU µs/request | pair ratio | p50 ms | p99 ms |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for number, p in enumerate(phases, 1):
-        errors = f"{p.non_200:,}" + (f" ({p.errors})" if p.errors else "")
+        kinds = ", ".join(f"{k} {v:,}" for k, v in sorted(p.errors.items()))
+        errors = f"{p.non_200:,}" + (f" ({kinds})" if kinds else "")
+        pair = f"{phases[number - 2].cpu_us / p.cpu_us:.3f}" if number % 2 == 0 else ""
         lines.append(
-            f"| {number} | {p.scheme} | {p.ok:,} | {errors} | {p.cpu_us:,.1f} | "
+            f"| {number} | {p.scheme} | {p.ok:,} | {errors} | {p.cpu_us:,.1f} | {pair} | "
             f"{p.latency_ms(0.5):.2f} | {p.latency_ms(0.99):.2f} |"
         )
     lines += [
@@ -293,8 +300,9 @@ def render(phases: list[Phase], args: argparse.Namespace, load: tuple[str, str])
         lines.append(f"| {s} | {cpu[s]:,.1f} | {p50:.2f} | {p99:.2f} |")
     lines += [
         "",
-        f"stripe / hookbay CPU per request: **{ratio:.3f}** (target ≤ {TARGET_RATIO:.2f}, every"
-        f" answer 200: {non_200:,} non-200): **{verdict}**.",
+        f"stripe / hookbay median CPU per request: **{ratio:.3f}** (target ≤ {TARGET_RATIO:.2f},"
+        f" every answer 200: {non_200:,} non-200): **{verdict}**. Median of the pair ratios"
+        f" (stripe ÷ the hookbay phase right after it): {statistics.median(pairs):.3f}.",
         "",
         END,
     ]
