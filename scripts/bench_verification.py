@@ -10,8 +10,8 @@ infra-up``; ``HOOKBAY_INFRA_*`` as ``make run``), in a database (``hookbay_bench
 dropped first and last) and a Kafka namespace of its own. The owner has two webhooks: ``stripe``
 (``verification: {type: stripe, secret: whsec_…}``) and ``hookbay`` (a plain ``secret``).
 
-Phases alternate stripe, hookbay, stripe, hookbay… (``--pairs`` pairs), so that the load of
-the machine falls on both alike. Each sends correctly signed 1,024-byte JSON bodies at ``--rate``
+After an unmeasured warm-up of each webhook, phases alternate stripe, hookbay, stripe, hookbay…
+(``--pairs`` pairs), so that the load of the machine falls on both alike. Each sends correctly signed 1,024-byte JSON bodies at ``--rate``
 req/s on a fixed schedule (open loop, keep-alive, from this process), 2 s of warm-up and then
 ``--seconds`` measured; a Stripe signature is computed per request over a fresh timestamp. The
 ingest's user + system CPU (``/proc/<pid>/stat``) over the measured window, divided by the
@@ -219,6 +219,8 @@ def measure(env: dict[str, str], args: argparse.Namespace) -> list[Phase]:
         log = Path(work) / "ingest.log"
         try:
             with running(launch_role("ingest", env, log, port)) as ingest:
+                for scheme in SCHEMES:  # a fresh process is slower at first: neither pays it
+                    uvloop.run(open_loop(port, ingest.pid, Phase(scheme, args.rate), 3.0))
                 for index in range(2 * args.pairs):
                     phase = Phase(SCHEMES[index % 2], args.rate)
                     uvloop.run(open_loop(port, ingest.pid, phase, args.seconds))
@@ -266,17 +268,18 @@ def render(phases: list[Phase], args: argparse.Namespace, load: tuple[str, str])
         "shared, and the load generator runs on the same cores as the ingest and Kafka.",
         "",
         f"- One ingest process (real Kafka, acks=all, in-process rate limiter, plan never reached);"
-        f" {args.pairs} pair(s) of phases, stripe then hookbay, each {WARMUP_S:g} s warm-up then"
+        f" an unmeasured {WARMUP_S + 3:g} s on each webhook, then {args.pairs} pair(s) of phases,"
+        " stripe then hookbay, each {WARMUP_S:g} s warm-up then"
         f" {args.seconds:g} s measured at {args.rate:,} req/s (open loop), correctly signed"
         f" {len(BODY):,}-byte JSON bodies; `stripe`: `Stripe-Signature: t=<now>,v1=…`, `hookbay`:"
         " `X-Service-Signature` (hex HMAC-SHA256 of the body).",
         "- CPU per request: the ingest's user + system CPU (`/proc/<pid>/stat`) over the measured"
         " window ÷ the requests scheduled in it and answered 200; latency from each request's"
         " scheduled send time.",
-        "",
         "- Non-200 counts every request without a 200: an HTTP status, a timeout"
         f" (>{REQUEST_TIMEOUT_S:g} s) or `RuntimeError` (more than {MAX_CONNECTIONS} requests in"
         " flight, the open-loop client's limit: a stall of the machine or the ingest).",
+        "",
         "",
         "| phase | scheme | answered 200 | non-200 | CPU µs/request | pair ratio | p50 ms | p99 ms |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",
