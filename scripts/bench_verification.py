@@ -269,17 +269,17 @@ def render(phases: list[Phase], args: argparse.Namespace, load: tuple[str, str])
         "",
         f"- One ingest process (real Kafka, acks=all, in-process rate limiter, plan never reached);"
         f" an unmeasured {WARMUP_S + 3:g} s on each webhook, then {args.pairs} pair(s) of phases,"
-        " stripe then hookbay, each {WARMUP_S:g} s warm-up then"
+        f" stripe then hookbay, each {WARMUP_S:g} s warm-up then"
         f" {args.seconds:g} s measured at {args.rate:,} req/s (open loop), correctly signed"
         f" {len(BODY):,}-byte JSON bodies; `stripe`: `Stripe-Signature: t=<now>,v1=…`, `hookbay`:"
         " `X-Service-Signature` (hex HMAC-SHA256 of the body).",
         "- CPU per request: the ingest's user + system CPU (`/proc/<pid>/stat`) over the measured"
         " window ÷ the requests scheduled in it and answered 200; latency from each request's"
-        " scheduled send time.",
+        " scheduled send time. On a shared machine one phase's CPU per request differs from the"
+        " next by several per cent whatever its scheme: the pair ratio compares neighbours.",
         "- Non-200 counts every request without a 200: an HTTP status, a timeout"
         f" (>{REQUEST_TIMEOUT_S:g} s) or `RuntimeError` (more than {MAX_CONNECTIONS} requests in"
         " flight, the open-loop client's limit: a stall of the machine or the ingest).",
-        "",
         "",
         "| phase | scheme | answered 200 | non-200 | CPU µs/request | pair ratio | p50 ms | p99 ms |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",
