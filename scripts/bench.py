@@ -11,7 +11,9 @@ database (``hookbay_bench``), then, one server at a time:
   latency taken from each request's *scheduled* send time (no coordinated omission), then
   saturation with wrk ``-t1 -c32 -d10s``.
 
-Then it runs the forwarder benchmark (``scripts/bench_forwarder.py``, its own section), the
+Then it runs the provider verification cost (``scripts/bench_verification.py``, its own section:
+the ingest's CPU per request for a ``stripe`` webhook against a plain-secret one), the forwarder
+benchmark (``scripts/bench_forwarder.py``, its own section), the
 configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
 budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium), the delivery
 stats (``scripts/bench_stats.py``: the stats processor's throughput on a 200,000-record backlog,
@@ -525,7 +527,8 @@ def run(store: list[str] | None) -> int:
     write_doc(section)
     print(section)
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
-    status = run_forwarder_bench()
+    status = run_script("bench_verification.py", [], timeout=600)
+    status = run_forwarder_bench() or status
     status = run_script("bench_config.py", [], timeout=600) or status
     status = run_script("bench_spa.py", [], timeout=1800) or status
     status = run_script("bench_stats.py", [], timeout=1800) or status
