@@ -90,6 +90,18 @@ def verdict(slot: MatchedSecret | None) -> Verification:
     return BAD if slot is None else ACCEPTED[slot]
 
 
+def timed_verdict(
+    secrets: SigningSecrets,
+    presented: Sequence[bytes],
+    expected: Callable[[bytes], bytes],
+    fresh: bool,
+) -> Verification:
+    """The ``verdict`` of ``match``, except that a valid signature whose signed timestamp is not
+    ``fresh`` is ``timestamp_out_of_tolerance``."""
+    result = verdict(match(secrets, presented, expected))
+    return STALE if result.valid and not fresh else result
+
+
 def within(timestamp: str, clock: Clock, tolerance_s: int, *, unit: float = 1.0) -> bool | None:
     """Whether ``timestamp`` (an integer count of ``unit`` seconds since the epoch) is at most
     ``tolerance_s`` from now, either side; ``None`` when it is not an integer. A tolerance of 0

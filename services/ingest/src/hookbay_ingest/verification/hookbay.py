@@ -15,20 +15,11 @@ import hmac
 from typing import Final
 
 from hookbay_common.models import WebhookVerification
-from hookbay_ingest.verification.base import (
-    Clock,
-    InvalidReason,
-    MatchedSecret,
-    SignedRequest,
-    SigningSecrets,
-    Verification,
-)
+from hookbay_ingest.verification._engine import ACCEPTED, BAD, MISSING
+from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
 
 SIGNATURE_HEADER: Final = "x-service-signature"
 _PREFIX: Final = "sha256="
-_MISSING: Final = Verification.refused(InvalidReason.MISSING_SIGNATURE)
-_BAD: Final = Verification.refused(InvalidReason.BAD_SIGNATURE)
-_ACCEPTED: Final = {slot: Verification.accepted(slot) for slot in MatchedSecret}
 
 
 class HookbayVerifier:
@@ -38,7 +29,7 @@ class HookbayVerifier:
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         presented = request.headers.get(SIGNATURE_HEADER)
         if presented is None or not presented.strip():
-            return _MISSING
+            return MISSING
         value = presented.strip()
         if value[: len(_PREFIX)].lower() == _PREFIX:
             value = value[len(_PREFIX) :].strip()
@@ -47,5 +38,5 @@ class HookbayVerifier:
         for key, slot in secrets.keys:
             expected = hmac.new(key, request.body, hashlib.sha256).hexdigest()
             if hmac.compare_digest(expected.encode(), digest):
-                return _ACCEPTED[slot]
-        return _BAD
+                return ACCEPTED[slot]
+        return BAD

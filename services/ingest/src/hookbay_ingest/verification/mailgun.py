@@ -14,11 +14,9 @@ from hookbay_common.models import SignatureEncoding, WebhookVerification
 from hookbay_ingest.verification._engine import (
     BAD,
     MISSING,
-    STALE,
     decoded_all,
     mac,
-    match,
-    verdict,
+    timed_verdict,
     within,
 )
 from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
@@ -41,8 +39,7 @@ class MailgunVerifier:
             return BAD
         signed = (timestamp + token).encode()
         presented = decoded_all([signature], SignatureEncoding.HEX)
-        result = verdict(match(secrets, presented, lambda k: mac(k, hashlib.sha256, signed)))
-        return STALE if result.valid and not fresh else result
+        return timed_verdict(secrets, presented, lambda k: mac(k, hashlib.sha256, signed), fresh)
 
 
 def _signature_fields(body: bytes) -> tuple[str, str, str] | None:

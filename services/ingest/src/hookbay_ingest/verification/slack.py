@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from hookbay_common.models import HandshakeKind, WebhookVerification
-from hookbay_ingest.verification._timestamped import V0Scheme, json_object
-from hookbay_ingest.verification.base import (
-    Clock,
-    HandshakeAnswer,
-    SignedRequest,
-    SigningSecrets,
-    Verification,
-)
+from hookbay_common.models import HandshakeKind
+from hookbay_ingest.verification._timestamped import TimestampedVerifier, V0Scheme, json_object
+from hookbay_ingest.verification.base import Clock, HandshakeAnswer, SignedRequest, SigningSecrets
 
 SIGNATURE_HEADER: Final = "x-slack-signature"
 TIMESTAMP_HEADER: Final = "x-slack-request-timestamp"
@@ -26,18 +20,10 @@ DEFAULT_TOLERANCE_S: Final = 300
 _MARKER: Final = b"url_verification"
 
 
-class SlackVerifier:
+class SlackVerifier(TimestampedVerifier):
+    scheme = V0Scheme(SIGNATURE_HEADER, TIMESTAMP_HEADER)
+    default_tolerance_s = DEFAULT_TOLERANCE_S
     methods: frozenset[str] = frozenset({"POST"})
-
-    def __init__(self, config: WebhookVerification) -> None:
-        tolerance = config.tolerance_s
-        self._scheme = V0Scheme(
-            SIGNATURE_HEADER, TIMESTAMP_HEADER,
-            DEFAULT_TOLERANCE_S if tolerance is None else tolerance,
-        )  # fmt: skip
-
-    def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
-        return self._scheme.verify(request, secrets, clock)
 
     def detect(self, request: SignedRequest) -> HandshakeKind | None:
         if request.method != "POST":

@@ -10,52 +10,18 @@ signature whose ``t`` is further than ``tolerance_s`` (default 300) from now, ei
 
 from __future__ import annotations
 
-import hashlib
 from typing import Final
 
-from hookbay_common.models import SignatureEncoding, WebhookVerification
-from hookbay_ingest.verification._engine import (
-    BAD,
-    MISSING,
-    STALE,
-    UNSUPPORTED,
-    decoded_all,
-    header,
-    mac,
-    match,
-    verdict,
-    within,
-)
-from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
+from hookbay_ingest.verification._engine import BAD
+from hookbay_ingest.verification._timestamped import KeyValueScheme, TimestampedVerifier
 
 SIGNATURE_HEADER: Final = "stripe-signature"
 DEFAULT_TOLERANCE_S: Final = 300
 
 
-class StripeVerifier:
-    def __init__(self, config: WebhookVerification) -> None:
-        tolerance = config.tolerance_s
-        self._tolerance = DEFAULT_TOLERANCE_S if tolerance is None else tolerance
-
-    def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
-        value = header(request, SIGNATURE_HEADER)
-        if value is None:
-            return MISSING
-        timestamp, signatures, others = "", [], False
-        for item in value.split(","):
-            name, _, content = item.strip().partition("=")
-            if name == "t":
-                timestamp = content
-            elif name == "v1":
-                signatures.append(content)
-            else:
-                others = True
-        if not signatures:
-            return UNSUPPORTED if others and timestamp else BAD
-        fresh = within(timestamp, clock, self._tolerance)
-        if fresh is None:
-            return BAD
-        signed, body = f"{timestamp.strip()}.".encode(), request.body
-        presented = decoded_all(signatures, SignatureEncoding.HEX)
-        result = verdict(match(secrets, presented, lambda k: mac(k, hashlib.sha256, signed, body)))
-        return STALE if result.valid and not fresh else result
+class StripeVerifier(TimestampedVerifier):
+    scheme = KeyValueScheme(
+        SIGNATURE_HEADER, separator=",", timestamp_key="t", signature_key="v1",
+        joiner=".", timestamp_alone=BAD,
+    )  # fmt: skip
+    default_tolerance_s = DEFAULT_TOLERANCE_S
