@@ -103,7 +103,7 @@ done
 "$PYTHON" "$HERE/monitoring.py" names "$OUT/all-on.yaml" "$HERE"/metrics/*.prom
 
 step "kube-score"
-# ignored, with reasons (README "Decisions"): the image is deployed by tag with IfNotPresent (built
+# ignored, with reasons (docs/decisions.md, "Deployables"): the image is deployed by tag with IfNotPresent (built
 # locally, no registry); hookbay's egress is any destination an owner configures, so NetworkPolicy
 # is an opt-in toggle; CPU limits throttle latency-sensitive Python for nothing (requests are set);
 # topology spread (a toggle) rather than required host anti-affinity

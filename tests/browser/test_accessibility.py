@@ -1,6 +1,6 @@
 """Every screen in light and dark: axe-core (``axe-playwright-python``, offline) finds nothing
 serious or critical. With ``HOOKBAY_SCREENSHOTS=1`` (``make screenshots``) each screen is also
-saved to ``docs/screenshots/<screen>-<theme>.png`` for the README."""
+saved to ``docs/screenshots/<screen>-<theme>.png`` for the README and docs/."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ Every answer is judged:
 - every 4xx/5xx body is a JSON object with a string ``error`` (docs/owners/receiving.md, "Answers"), except the answer to a
   ``HEAD``, which has no body by HTTP's rules;
 - the status is one the input may get (each input carries the statuses allowed for it by the
-  documented order of checks, README "The receiving endpoint"); 429 is allowed wherever the rate
+  documented order of checks, docs/owners/receiving.md); 429 is allowed wherever the rate
   limit is reached, since a run may exceed a plan's rate;
 - a 200 is ``{"success": true, "requestId": "req_..."}``; its request id and the SHA-256 of the
   body as the request framed it are kept in ``accepted``, for the caller to find in Kafka

@@ -1,6 +1,6 @@
 """The receive pipeline: ``POST /w/{username}/{webhook-name}`` from request to answer.
 
-Order of checks (README, *The receiving endpoint*): header size and count → method → names →
+Order of checks (docs/owners/receiving.md): header size and count → method → names →
 user → webhook → active → rate limit → declared size → protocol upgrade with a body → body
 (counted while streaming, as long as declared) → verification (the webhook's check,
 ``hookbay_ingest.verification``: a handshake first, when its scheme has one, else the signature)

@@ -8,7 +8,7 @@ Destinations fail one at a time (a bad URL, an outage at one company); a bad dep
 - **invalid**: ``max_invalid`` messages in a row could not be read or crashed their handler.
 
 When either trips, the forwarder stops without committing the message that tripped it, so
-nothing more is dead-lettered until someone looks (thresholds in the README).
+nothing more is dead-lettered until someone looks (thresholds in docs/operators/configuration.md).
 """
 
 from __future__ import annotations
