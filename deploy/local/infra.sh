@@ -188,7 +188,10 @@ up_postgres() {
     mkdir -p "$data" && chown hookbay-pg "$data"
     runuser -u hookbay-pg -- "$PG_BIN/initdb" -D "$data" -U hookbay -A trust >/dev/null
   fi
-  mkdir -p "$LOGS" && touch "$LOGS/postgres.log" && chown hookbay-pg "$LOGS/postgres.log"
+  # a fresh log, so the readiness line waited for is this start's (after an unclean stop,
+  # recovery runs before it; an appended log would hold the last run's line already)
+  mkdir -p "$LOGS" && { [ ! -f "$LOGS/postgres.log" ] || mv "$LOGS/postgres.log" "$LOGS/postgres.log.1"; }
+  touch "$LOGS/postgres.log" && chown hookbay-pg "$LOGS/postgres.log"
   start_bg postgres runuser -u hookbay-pg -- "$PG_BIN/postgres" -D "$data" -p "$PG_PORT" \
     -c listen_addresses=127.0.0.1 -c unix_socket_directories="$data" -c fsync=off \
     -c synchronous_commit=off -c full_page_writes=off -c shared_buffers="$PG_SHARED_BUFFERS"

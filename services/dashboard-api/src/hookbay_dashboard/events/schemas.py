@@ -7,7 +7,7 @@ valid UTF-8 (``*_encoding: "utf8"``), else their base64 (``"base64"``).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +26,23 @@ from hookbay_common.models import (
 )
 from hookbay_dashboard.schemas import Timestamp
 from hookbay_dashboard.stats.schemas import StatsCounters, StatsPoint
+
+# an event's verification fields, the same in its list row and its detail
+Verdict = Annotated[
+    EventVerification | None,
+    Field(
+        description="The verification verdict: type, result (valid, invalid, skipped), the "
+        "secret that matched (current, previous) and why it failed; null when the webhook "
+        "verifies nothing."
+    ),
+]
+HandshakeMark = Annotated[
+    HandshakeKind | None,
+    Field(
+        description="Set when the request was a sender's handshake, answered at intake and "
+        "never forwarded."
+    ),
+]
 
 
 class StatusFilter(StrEnum):
@@ -56,17 +73,8 @@ class EventSummary(BaseModel):
     content_type: str | None
     client_ip: str
     signature_valid: bool | None = Field(description="null when the webhook has no secret.")
-    verification: EventVerification | None = Field(
-        default=None,
-        description="The verification verdict: type, result (valid, invalid, skipped), the "
-        "secret that matched (current, previous) and why it failed; null when the webhook "
-        "verifies nothing.",
-    )
-    handshake: HandshakeKind | None = Field(
-        default=None,
-        description="Set when the request was a sender's handshake, answered at intake and "
-        "never forwarded.",
-    )
+    verification: Verdict = None
+    handshake: HandshakeMark = None
     body_size: int | None = Field(
         default=None,
         description="Bytes of the request body; null for events recorded before the paged layout.",
@@ -138,17 +146,8 @@ class EventRead(BaseModel):
     forward_url: str | None = Field(
         description="The destination when the event arrived; null: nothing to deliver."
     )
-    verification: EventVerification | None = Field(
-        default=None,
-        description="The verification verdict: type, result (valid, invalid, skipped), the "
-        "secret that matched (current, previous) and why it failed; null when the webhook "
-        "verifies nothing.",
-    )
-    handshake: HandshakeKind | None = Field(
-        default=None,
-        description="Set when the request was a sender's handshake, answered at intake and "
-        "never forwarded.",
-    )
+    verification: Verdict = None
+    handshake: HandshakeMark = None
 
     @classmethod
     def of(cls, event: Event) -> EventRead:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from hookbay_common.models import HmacAlgorithm, SignatureEncoding
+from hookbay_common.models import HmacAlgorithm, SignatureEncoding, WebhookVerification
 from hookbay_ingest.verification.base import (
     Clock,
     InvalidReason,
@@ -100,6 +100,11 @@ def timed_verdict(
     ``fresh`` is ``timestamp_out_of_tolerance``."""
     result = verdict(match(secrets, presented, expected))
     return STALE if result.valid and not fresh else result
+
+
+def tolerance_of(config: WebhookVerification, default_s: int) -> int:
+    """The webhook's ``tolerance_s``, or the scheme's ``default_s`` when it sets none."""
+    return default_s if config.tolerance_s is None else config.tolerance_s
 
 
 def within(timestamp: str, clock: Clock, tolerance_s: int, *, unit: float = 1.0) -> bool | None:

@@ -23,6 +23,7 @@ from hookbay_ingest.verification._engine import (
     mac,
     strip_prefix,
     timed_verdict,
+    tolerance_of,
     within,
 )
 from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
@@ -42,8 +43,7 @@ class TimestampedVerifier:
     default_tolerance_s: ClassVar[int]
 
     def __init__(self, config: WebhookVerification) -> None:
-        tolerance = config.tolerance_s
-        self._tolerance = self.default_tolerance_s if tolerance is None else tolerance
+        self._tolerance = tolerance_of(config, self.default_tolerance_s)
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         return self.scheme.verify(request, secrets, clock, self._tolerance)

@@ -20,6 +20,7 @@ from hookbay_ingest.verification._engine import (
     header,
     mac,
     match,
+    tolerance_of,
     verdict,
     within,
 )
@@ -34,8 +35,7 @@ class HmacVerifier:
         scheme = config.hmac or HmacScheme(header="x-signature")
         self._scheme = scheme
         self._url = config.public_url or ""
-        tolerance = config.tolerance_s
-        self._tolerance = DEFAULT_TOLERANCE_S if tolerance is None else tolerance
+        self._tolerance = tolerance_of(config, DEFAULT_TOLERANCE_S)
         self._pieces = _pieces(scheme.payload)
         self._body_only = self._pieces == [("body", "")]
         self._fast = BodyHmac((scheme.header,), scheme.algorithm, scheme.encoding, scheme.prefix)

@@ -9,7 +9,7 @@ import json
 from typing import Final
 
 from hookbay_common.models import HmacAlgorithm, SignatureEncoding, WebhookVerification
-from hookbay_ingest.verification._engine import STALE, BodyHmac, within
+from hookbay_ingest.verification._engine import STALE, BodyHmac, tolerance_of, within
 from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
 
 SIGNATURE_HEADER: Final = "linear-signature"
@@ -19,8 +19,7 @@ _SCHEME: Final = BodyHmac((SIGNATURE_HEADER,), HmacAlgorithm.SHA256, SignatureEn
 
 class LinearVerifier:
     def __init__(self, config: WebhookVerification) -> None:
-        tolerance = config.tolerance_s
-        self._tolerance = DEFAULT_TOLERANCE_S if tolerance is None else tolerance
+        self._tolerance = tolerance_of(config, DEFAULT_TOLERANCE_S)
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         result = _SCHEME.verify(request, secrets, clock)

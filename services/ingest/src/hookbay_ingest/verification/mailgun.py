@@ -17,6 +17,7 @@ from hookbay_ingest.verification._engine import (
     decoded_all,
     mac,
     timed_verdict,
+    tolerance_of,
     within,
 )
 from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
@@ -26,8 +27,7 @@ DEFAULT_TOLERANCE_S: Final = 0
 
 class MailgunVerifier:
     def __init__(self, config: WebhookVerification) -> None:
-        tolerance = config.tolerance_s
-        self._tolerance = DEFAULT_TOLERANCE_S if tolerance is None else tolerance
+        self._tolerance = tolerance_of(config, DEFAULT_TOLERANCE_S)
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         fields = _signature_fields(request.body)

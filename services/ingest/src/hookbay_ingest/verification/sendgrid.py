@@ -16,7 +16,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_der_public_key
 
 from hookbay_common.models import MatchedSecret, WebhookVerification
-from hookbay_ingest.verification._engine import ACCEPTED, BAD, MISSING, STALE, header, within
+from hookbay_ingest.verification._engine import (
+    ACCEPTED,
+    BAD,
+    MISSING,
+    STALE,
+    header,
+    tolerance_of,
+    within,
+)
 from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
 
 SIGNATURE_HEADER: Final = "x-twilio-email-event-webhook-signature"
@@ -37,8 +45,7 @@ class SendGridVerifier:
         if not isinstance(key, ec.EllipticCurvePublicKey):
             raise InvalidPublicKey("not an elliptic-curve key")
         self._key = key
-        tolerance = config.tolerance_s
-        self._tolerance = DEFAULT_TOLERANCE_S if tolerance is None else tolerance
+        self._tolerance = tolerance_of(config, DEFAULT_TOLERANCE_S)
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         value = header(request, SIGNATURE_HEADER)

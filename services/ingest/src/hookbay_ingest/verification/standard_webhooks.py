@@ -26,6 +26,7 @@ from hookbay_ingest.verification._engine import (
     UNSUPPORTED,
     decoded_all,
     header,
+    tolerance_of,
     within,
 )
 from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecrets, Verification
@@ -46,8 +47,7 @@ def signing_key(secret: str) -> bytes | None:
 
 class StandardWebhooksVerifier:
     def __init__(self, config: WebhookVerification) -> None:
-        tolerance = config.tolerance_s
-        self._tolerance = DEFAULT_TOLERANCE_S if tolerance is None else tolerance
+        self._tolerance = tolerance_of(config, DEFAULT_TOLERANCE_S)
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         for prefix in PREFIXES:
