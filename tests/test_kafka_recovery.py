@@ -156,6 +156,11 @@ def _accepted_since(it: Intake, since: float) -> int:
     return sum(1 for a in it.answers() if a["status"] == 200 and a["sent"] >= since)
 
 
+def _sustained(it: Intake, since: float) -> bool:
+    """``AFTER`` requests sent since ``since`` were answered 200: intake is back for good."""
+    return _accepted_since(it, since) >= AFTER
+
+
 async def outage(
     it: Intake, stop: Callable[[], Awaitable[None]], start: Callable[[], Awaitable[None]],
     *, hold: float, label: str,
@@ -218,7 +223,7 @@ async def _state(process: ServiceProcess) -> str:
 
 async def finish(it: Intake, last_back: float) -> None:
     """Sustained intake after the last recovery; then every check of the module docstring."""
-    await until(lambda: _accepted_since(it, last_back) >= AFTER, 60, interval=0.2,
+    await until(partial(_sustained, it, last_back), 60, interval=0.2,
                 what="sustained 200s after the recovery")  # fmt: skip
     for process in it.processes:
         assert not process.exited, f"{process.role} exited:\n{process.tail()}"
@@ -278,37 +283,30 @@ async def _recorded(it: Intake, accepted: list[dict[str, Any]]) -> None:
 
 @pytest.mark.heavy  # private brokers restarted under load: alone, not beside timing-sensitive tests
 class TestBrokerRecovery:
-    async def test_stopped_and_started_twice(
+    async def test_stopped_twice_killed_and_away_longer_than_the_produce_timeout(
         self, broker: PrivateBroker, env: dict[str, str], mongo_url: str,
         receiver: Receiver, tmp_path: Path,
     ) -> None:  # fmt: skip
-        async with intake(broker, env, mongo_url, receiver, tmp_path) as it:
-            first = await outage(it, broker.down, broker.up, hold=5, label="stop_start_1")
-            await until(lambda: _accepted_since(it, first) >= AFTER, 60, interval=0.2,
-                        what="sustained 200s between the two restarts")  # fmt: skip
-            back = await outage(it, broker.down, broker.up, hold=5, label="stop_start_2")
-            await finish(it, back)
-
-    async def test_killed_and_started(
-        self, broker: PrivateBroker, env: dict[str, str], mongo_url: str,
-        receiver: Receiver, tmp_path: Path,
-    ) -> None:  # fmt: skip
-        async with intake(broker, env, mongo_url, receiver, tmp_path) as it:
-            back = await outage(it, broker.kill, broker.up, hold=3, label="kill_9")
-            await finish(it, back)
-
-    async def test_away_longer_than_the_produce_timeout(
-        self, broker: PrivateBroker, env: dict[str, str], mongo_url: str,
-        receiver: Receiver, tmp_path: Path,
-    ) -> None:  # fmt: skip
+        """Four outages one after another on one intake, each starting from a stack that
+        recovered from the one before: stopped and started twice, killed with SIGKILL, and kept
+        away five times the produce timeout (2 s here, so the first three outlast it too)."""
         produce_timeout = 2.0
+        outages = (
+            (broker.down, 5.0, "stop_start_1"),
+            (broker.down, 5.0, "stop_start_2"),
+            (broker.kill, 3.0, "kill_9"),
+            (broker.down, 5 * produce_timeout, "away_long"),
+        )
         async with intake(
             broker, env, mongo_url, receiver, tmp_path,
             HOOKBAY_PRODUCE_TIMEOUT=str(produce_timeout),
         ) as it:  # fmt: skip
-            back = await outage(
-                it, broker.down, broker.up, hold=5 * produce_timeout, label="away_long"
-            )
+            back = 0.0
+            for stop, hold, label in outages:
+                if back:
+                    sustained = partial(_sustained, it, back)
+                    await until(sustained, 60, interval=0.2, what=f"sustained 200s before {label}")
+                back = await outage(it, stop, broker.up, hold=hold, label=label)
             await finish(it, back)
 
     async def test_broker_and_ferretdb_restarted_together(
