@@ -282,7 +282,44 @@ class TestWebhookVerification:
         ))  # fmt: skip
         assert grid["verification"]["public_key"] == "MFkwEw"
 
+    def test_generic_hmac_basic_and_api_key(self, hookbay: Invoke, user: str, raw_db: Any) -> None:
+        generic = ok_json(hookbay(
+            "webhook", "create", user, "acme", "--verify", "hmac", "--secret", "acme-key",
+            "--hmac-header", "X-Acme-Signature", "--hmac-algorithm", "sha512",
+            "--hmac-encoding", "base64", "--hmac-prefix", "v1=",
+            "--hmac-payload", "{timestamp}.{body}", "--hmac-timestamp-header", "X-Acme-Time",
+            "--json",
+        ))  # fmt: skip
+        assert generic["verification"]["secret"] == "********"
+        assert generic["verification"]["hmac"] == {
+            "header": "x-acme-signature", "algorithm": "sha512", "encoding": "base64",
+            "prefix": "v1=", "payload": "{timestamp}.{body}",
+            "timestamp_header": "x-acme-time", "id_header": None,
+        }  # fmt: skip
+        rotated = ok_json(hookbay(
+            "webhook", "set", user, "acme", "--verify", "hmac", "--secret", "acme-key-2",
+            "--keep-previous-for", "60", "--json",
+        ))  # fmt: skip
+        assert rotated["verification"]["hmac"] == generic["verification"]["hmac"]  # kept
+        assert rotated["verification"]["previous"]["secret"] == "********"
+        basic = ok_json(hookbay(
+            "webhook", "create", user, "legacy", "--verify", "basic", "--basic-username", "ops",
+            "--secret", "pa55word", "--json",
+        ))  # fmt: skip
+        assert basic["verification"]["basic"] == {"username": "ops", "password": "********"}
+        keyed = ok_json(hookbay(
+            "webhook", "create", user, "keyed", "--verify", "api-key",
+            "--api-key-header", "X-Api-Key", "--secret", "k3y-value", "--json",
+        ))  # fmt: skip
+        assert keyed["verification"]["api_key"]["value"] == "********"
+        stored = str(list(raw_db.webhooks.find({"username": user})))
+        assert not any(s in stored for s in ("acme-key", "pa55word", "k3y-value"))
+
     def test_a_missing_field_is_named(self, hookbay: Invoke, user: str) -> None:
+        fails(
+            hookbay("webhook", "create", user, "hmac", "--verify", "hmac", "--secret", "k"),
+            "verification.hmac",
+        )
         fails(
             hookbay("webhook", "create", user, "pay", "--verify", "stripe"),
             "verification.secret: secret is required by verification type stripe",
@@ -299,6 +336,9 @@ class TestWebhookVerification:
             (["--mode", "record"], "--mode: only with --verify TYPE"),
             (["--verify", "none", "--no-verify"], "--verify and --no-verify exclude each other"),
             (["--verify", "stripe", "--tolerance", "-1"], "-1 is not in the range x>=0"),
+            (["--hmac-header", "x-sig"], "--hmac-header: only with --verify TYPE"),
+            (["--verify", "basic", "--secret", "pw"], "give --basic-username with it"),
+            (["--verify", "api-key", "--secret", "k"], "give --api-key-header with it"),
         ],
     )
     def test_usage_errors(self, hookbay: Invoke, user: str, args: list[str], message: str) -> None:

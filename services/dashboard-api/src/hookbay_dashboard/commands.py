@@ -186,10 +186,32 @@ def verification_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--public-url", default=None, help="twilio, square: the URL the sender signs."),
         click.option("--verify-token", default=None, help="meta: the handshake's verify token."),
         click.option("--public-key", default=None, help="sendgrid: the public key (base64 DER)."),
+        click.option("--hmac-header", default=None, help="hmac: the signature's header."),
+        click.option("--hmac-algorithm", type=click.Choice(("sha1", "sha256", "sha512")),
+                     default=None, help="hmac: the hash (default sha256)."),
+        click.option("--hmac-encoding", type=click.Choice(("hex", "base64")), default=None,
+                     help="hmac: how the signature is written (default hex)."),
+        click.option("--hmac-prefix", default=None, help="hmac: text before the signature, "
+                     "e.g. 'sha256='."),
+        click.option("--hmac-payload", default=None, metavar="TEMPLATE", help="hmac: what is "
+                     "signed, over {body} {timestamp} {id} {url} (default '{body}')."),
+        click.option("--hmac-timestamp-header", default=None,
+                     help="hmac: the header {timestamp} comes from."),
+        click.option("--hmac-id-header", default=None, help="hmac: the header {id} comes from."),
+        click.option("--basic-username", default=None,
+                     help="basic: the user name (--secret is the password)."),
+        click.option("--api-key-header", default=None,
+                     help="api-key: the header that carries the key (--secret is the key)."),
     ]  # fmt: skip
     for option in reversed(options):
         command = option(command)
     return command
+
+
+_NESTED = ("hmac_", "basic_", "api_key_")
+"""Options that go into the ``hmac``, ``basic`` and ``api_key`` objects of the verification."""
+_CREDENTIALS = ("basic", "api-key")
+"""Types whose --secret is a password or key inside their object (given with its name)."""
 
 
 def verification_of(secret: str | None, options: dict[str, Any]) -> VerificationWrite | None:
@@ -208,10 +230,21 @@ def verification_of(secret: str | None, options: dict[str, Any]) -> Verification
     from hookbay_dashboard.webhooks.schemas import VerificationWrite
 
     rename = {"tolerance": "tolerance_s", "keep_previous_for": "keep_previous_for_s"}
-    fields = {rename.get(k, k): v for k, v in given.items()}
+    fields = {rename.get(k, k): v for k, v in given.items() if not k.startswith(_NESTED)}
+    hmac = {k.removeprefix("hmac_"): v for k, v in given.items() if k.startswith("hmac_")}
+    if hmac:
+        fields["hmac"] = hmac
+    username, header = given.get("basic_username"), given.get("api_key_header")
+    if verify in _CREDENTIALS and secret is not None and username is None and header is None:
+        needed = "--basic-username" if verify == "basic" else "--api-key-header"
+        raise click.UsageError(f"--verify {verify} --secret: give {needed} with it")
+    if username is not None:
+        fields["basic"] = {"username": username, "password": secret}
+    elif header is not None:
+        fields["api_key"] = {"header": header, "value": secret}
+    elif secret is not None:
+        fields["secret"] = secret
     try:
-        if secret is not None:
-            fields["secret"] = secret
         return VerificationWrite.model_validate({"type": verify, **fields})
     except ValidationError as exc:
         problems = "; ".join(
