@@ -54,3 +54,29 @@ class TestTwilio:
         assert run(check, signed(body, headers, query_string=query), 0).valid
         tampered = signed(body + b" ", headers, query_string=query)
         assert run(check, tampered, 0).reason is InvalidReason.BAD_SIGNATURE
+
+    def test_the_url_with_the_default_port_written_out(self) -> None:
+        """twilio-python's test_validation_adds_port_on_https: signed with ``:443``, configured
+        without."""
+        with_port = URL.replace(".com", ".com:443")
+        body = urlencode(PARAMS).encode()
+        signature = b64_mac(TOKEN, _signed_form(with_port), hashlib.sha1)
+        assert run(self.check, signed(body, {**FORM, "X-Twilio-Signature": signature}), 0).valid
+
+    def test_a_configured_port_signed_without_it(self) -> None:
+        """twilio-python's test_validation_removes_port_on_https: configured with a port, the
+        published signature (made without it) is valid."""
+        check = check_for("twilio", TOKEN, public_url=URL.replace(".com", ".com:1234"))
+        body = urlencode(PARAMS).encode()
+        assert run(check, signed(body, {**FORM, "X-Twilio-Signature": EXPECTED}), 0).valid
+
+    def test_another_port_is_another_url(self) -> None:
+        check = check_for("twilio", TOKEN, public_url=URL)
+        body = urlencode(PARAMS).encode()
+        signature = b64_mac(TOKEN, _signed_form(URL.replace(".com", ".com:8443")), hashlib.sha1)
+        result = run(check, signed(body, {**FORM, "X-Twilio-Signature": signature}), 0)
+        assert result.reason is InvalidReason.BAD_SIGNATURE
+
+
+def _signed_form(url: str) -> bytes:
+    return (url + "".join(k + PARAMS[k] for k in sorted(PARAMS))).encode()

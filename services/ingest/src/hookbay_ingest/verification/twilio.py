@@ -5,7 +5,9 @@ the URL instead: its query carries ``bodySHA256``, the hex SHA-256 of the body, 
 
 The URL is the configured ``public_url`` (what is set at Twilio, scheme and host included,
 never one rebuilt from proxy headers); when it has no query, the request's query is appended.
-No timestamp: Twilio's scheme has no replay protection.
+As Twilio's own library does, a signature over that URL with the scheme's default port
+written out (``https://host:443/…``), or without the port it names, is accepted too: Twilio
+has signed both forms. No timestamp: Twilio's scheme has no replay protection.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from typing import Final
-from urllib.parse import parse_qs, parse_qsl
+from urllib.parse import parse_qs, parse_qsl, urlsplit, urlunsplit
 
 from hookbay_common.models import SignatureEncoding, WebhookVerification
 from hookbay_ingest.verification._engine import (
@@ -29,29 +31,50 @@ from hookbay_ingest.verification.base import Clock, SignedRequest, SigningSecret
 
 SIGNATURE_HEADER: Final = "x-twilio-signature"
 FORM: Final = "application/x-www-form-urlencoded"
+DEFAULT_PORTS: Final = {"https": 443, "http": 80}
 
 
 class TwilioVerifier:
     def __init__(self, config: WebhookVerification) -> None:
-        self._url = config.public_url or ""
+        url = config.public_url or ""
+        self._urls = (url, _other_port_form(url))
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         value = header(request, SIGNATURE_HEADER)
         if value is None:
             return MISSING
-        url = self._url
-        if "?" not in url and request.query_string:
-            url = f"{url}?{request.query_string}"
-        body_hash = parse_qs(url.partition("?")[2]).get("bodySHA256")
-        if body_hash is not None:
-            digest = hashlib.sha256(request.body).hexdigest().encode()
-            if not hmac.compare_digest(digest, body_hash[0].lower().encode()):
-                return BAD
-            signed = url.encode()
-        else:
-            signed = (url + _form_string(request)).encode()
         presented = decoded_all([value], SignatureEncoding.BASE64)
-        return verdict(match(secrets, presented, lambda k: mac(k, hashlib.sha1, signed)))
+        for url in self._urls:
+            if "?" not in url and request.query_string:
+                url = f"{url}?{request.query_string}"
+            body_hash = parse_qs(url.partition("?")[2]).get("bodySHA256")
+            if body_hash is not None:
+                digest = hashlib.sha256(request.body).hexdigest().encode()
+                if not hmac.compare_digest(digest, body_hash[0].lower().encode()):
+                    return BAD
+                signed = url.encode()
+            else:
+                signed = (url + _form_string(request)).encode()
+            slot = match(secrets, presented, lambda k, m=signed: mac(k, hashlib.sha1, m))
+            if slot is not None:
+                return verdict(slot)
+        return BAD
+
+
+def _other_port_form(url: str) -> str:
+    """``url`` with its scheme's default port written out when it names none, and without its
+    port when it names one (as Twilio's library compares)."""
+    parts = urlsplit(url)
+    default = DEFAULT_PORTS.get(parts.scheme.lower())
+    if default is None or not parts.netloc:
+        return url
+    try:
+        port = parts.port
+    except ValueError:
+        return url
+    bare = parts.netloc[: parts.netloc.rfind(":")] if port is not None else parts.netloc
+    netloc = f"{bare}:{default}" if port is None else bare
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _form_string(request: SignedRequest) -> str:
