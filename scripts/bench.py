@@ -11,7 +11,9 @@ database (``hookbay_bench``), then, one server at a time:
   latency taken from each request's *scheduled* send time (no coordinated omission), then
   saturation with wrk ``-t1 -c32 -d10s``.
 
-Then it runs the provider verification cost (``scripts/bench_verification.py``, its own section:
+Then it runs the whole stack end to end (``scripts/bench_pipeline.py``, its own section: the CPU
+per event of every process and the events fully processed a second at 100, 400 and 800 offered),
+the provider verification cost (``scripts/bench_verification.py``, its own section:
 the ingest's CPU per request for a ``stripe`` webhook against a plain-secret one), the forwarder
 benchmark (``scripts/bench_forwarder.py``, its own section), the
 configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
@@ -527,7 +529,8 @@ def run(store: list[str] | None) -> int:
     write_doc(section)
     print(section)
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
-    status = run_script("bench_verification.py", [], timeout=600)
+    status = run_script("bench_pipeline.py", [], timeout=3 * 3600)
+    status = run_script("bench_verification.py", [], timeout=600) or status
     status = run_forwarder_bench() or status
     status = run_script("bench_config.py", [], timeout=600) or status
     status = run_script("bench_spa.py", [], timeout=1800) or status
