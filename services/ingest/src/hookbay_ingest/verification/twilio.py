@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from functools import partial
 from typing import Final
 from urllib.parse import parse_qs, parse_qsl, urlsplit, urlunsplit
 
@@ -55,10 +56,14 @@ class TwilioVerifier:
                 signed = url.encode()
             else:
                 signed = (url + _form_string(request)).encode()
-            slot = match(secrets, presented, lambda k, m=signed: mac(k, hashlib.sha1, m))
+            slot = match(secrets, presented, partial(_sha1, signed))
             if slot is not None:
                 return verdict(slot)
         return BAD
+
+
+def _sha1(message: bytes, key: bytes) -> bytes:
+    return mac(key, hashlib.sha1, message)
 
 
 def _other_port_form(url: str) -> str:
