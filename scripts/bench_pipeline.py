@@ -145,24 +145,44 @@ def server_pids(env: dict[str, str]) -> dict[str, int]:
     return out
 
 
+def _psql(env: dict[str, str], query: str, **variables: str) -> list[list[str]]:
+    """Rows of ``query`` (psql's ``:'name'`` / ``:"name"`` for ``variables``) on FerretDB's
+    PostgreSQL database; none when PostgreSQL is not the backend (or does not answer)."""
+    port = env.get("HOOKBAY_INFRA_PG_PORT", "5433")
+    argv = ["psql", "-h", HOST, "-p", port, "-U", "hookbay", "-d", "ferretdb", "-AtF,", "-f", "-"]
+    for name, value in variables.items():
+        argv += ["-v", f"{name}={value}"]
+    done = subprocess.run(
+        argv, input=query, capture_output=True, text=True, timeout=30, check=False
+    )
+    if done.returncode != 0:
+        return []
+    return [line.split(",") for line in done.stdout.splitlines() if line]
+
+
 def store_activity(env: dict[str, str]) -> dict[str, int]:
     """PostgreSQL's counters for FerretDB's database (transactions, rows read and written): what
-    the store did, to divide by the events. Empty when PostgreSQL is not the backend."""
-    port = env.get("HOOKBAY_INFRA_PG_PORT", "5433")
-    query = (
+    the store did, to divide by the events; then, per collection of this run's database, the
+    statements (scans) on it and the rows they read (``<collection> scans``, ``… rows``)."""
+    rows = _psql(
+        env,
         "SELECT xact_commit + xact_rollback, tup_returned + tup_fetched, tup_inserted, "
-        "tup_updated, tup_deleted FROM pg_stat_database WHERE datname = 'ferretdb'"
+        "tup_updated, tup_deleted FROM pg_stat_database WHERE datname = 'ferretdb';",
     )
-    done = subprocess.run(
-        ["psql", "-h", HOST, "-p", port, "-U", "hookbay", "-d", "ferretdb", "-AtF,", "-c", query],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
-    if done.returncode != 0 or not done.stdout.strip():
+    if not rows:
         return {}
-    values = [int(v) for v in done.stdout.strip().split(",")]
-    return dict(
-        zip(("transactions", "rows read", "inserted", "updated", "deleted"), values, strict=True)
+    names = ("transactions", "rows read", "inserted", "updated", "deleted")
+    out = dict(zip(names, (int(v) for v in rows[0]), strict=True))
+    per_collection = (  # FerretDB's schema is the database's name
+        "SELECT m._jsonb->>'_id', coalesce(s.seq_scan, 0) + coalesce(s.idx_scan, 0), "
+        "coalesce(s.seq_tup_read, 0) + coalesce(s.idx_tup_fetch, 0) "
+        'FROM pg_stat_user_tables s JOIN :"schema"._ferretdb_database_metadata m '
+        "ON m._jsonb->>'table' = s.relname WHERE s.schemaname = :'schema';"
     )
+    for collection, scans, read in _psql(env, per_collection, schema=DB):
+        out[f"{collection} scans"] = int(scans)
+        out[f"{collection} rows"] = int(read)
+    return out
 
 
 # --- the stack --------------------------------------------------------------------------------
@@ -528,16 +548,27 @@ def render(runs: list[Run], idle_ms: dict[str, float], args: argparse.Namespace)
             f"sent at {r.last_send_s:,.1f} s; {done}; ingest's answer from the scheduled send p50 "
             f"{percentile(answered, 0.5) * 1000:,.1f} ms, p99 "
             f"{percentile(answered, 0.99) * 1000:,.1f} ms; the destination (not counted) "
-            f"{r.destination_cpu / per * 1000:.2f} ms/event"
-            + (
-                "; PostgreSQL per event: "
-                + ", ".join(f"{v / per:.1f} {k}" for k, v in r.store.items())
-                if r.store
-                else ""
-            )
+            f"{r.destination_cpu / per * 1000:.2f} ms/event" + _store_line(r.store, per)
         )
     lines += ["", END]
     return "\n".join(lines)
+
+
+def _store_line(store: dict[str, int], per: int) -> str:
+    """PostgreSQL's work per event: the database's totals, then the collections most scanned."""
+    if not store:
+        return ""
+    totals = [k for k in store if not k.endswith((" scans", " rows"))]
+    line = "; PostgreSQL per event: " + ", ".join(f"{store[k] / per:.1f} {k}" for k in totals)
+    busiest = sorted(
+        (k.removesuffix(" scans") for k in store if k.endswith(" scans")),
+        key=lambda c: -store[f"{c} scans"],
+    )[:5]
+    if busiest:
+        line += "; statements (rows read) per event by collection: " + ", ".join(
+            f"{c} {store[f'{c} scans'] / per:.1f} ({store[f'{c} rows'] / per:.1f})" for c in busiest
+        )
+    return line
 
 
 def main() -> int:
