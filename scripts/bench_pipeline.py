@@ -3,7 +3,7 @@
 a second. Writes its section of docs/benchmarks.md.
 
     .venv/bin/python scripts/bench_pipeline.py [--rates 100,400,800] [--seconds 60]
-        [--owners 100] [--checkout DIR] [--label TEXT] [--no-write]
+        [--owners 100] [--checkout DIR] [--set HOOKBAY_NAME=VALUE] [--label TEXT] [--no-write]
 
 The stack is `make run`'s: the local Kafka, FerretDB on PostgreSQL and Redis (``make infra-up``;
 ``HOOKBAY_INFRA_*`` as ``make run``), and this checkout's ingest, forwarder, recorder, stats
@@ -578,11 +578,20 @@ def main() -> int:
     parser.add_argument("--owners", type=int, default=100)
     parser.add_argument("--checkout", type=Path, default=ROOT, help="whose services to run")
     parser.add_argument("--label", default="", help="a note for the write-up (the commit)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="HOOKBAY_NAME=VALUE",
+        help="a setting for the stack's services (repeatable): to set one value against another",
+    )  # fmt: skip
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     python = args.checkout.resolve() / ".venv" / "bin" / "python"
     rates = [float(r) for r in args.rates.split(",") if r]
     env = environment(python)
+    for setting in args.set:
+        name, _, value = setting.partition("=")
+        if not name.startswith("HOOKBAY_") or not _:
+            parser.error(f"--set {setting}: give HOOKBAY_NAME=VALUE")
+        env[name] = value
     _drop(env)
     run_id = uuid.uuid4().hex[:6]
     owners = [f"pipe{run_id}{i}" for i in range(args.owners)]

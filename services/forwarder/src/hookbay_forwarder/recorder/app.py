@@ -56,7 +56,7 @@ class Recorder:
             group_id=f"{self.topics.namespace}.recorder", client_id="hookbay-recorder",
             session_timeout_ms=settings.kafka_session_timeout_ms,
         )  # fmt: skip
-        self.loop = RecorderLoop(self.consumer, self.handlers)
+        self.loop = RecorderLoop(self.consumer, self.handlers, linger=settings.recorder_linger)
         self.probe = BrokerProbe(settings.kafka_bootstrap, client_id="hookbay-recorder-probe")
 
     def checks(self) -> dict[str, bool]:
