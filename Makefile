@@ -38,6 +38,7 @@ help:
 	@echo "make bench      benchmarks; figures go to docs/benchmarks.md"
 	@echo "make chaos      faults under load, fuzzing and a soak on a private stack; docs/reliability.md"
 	@echo "make infra-up / infra-down / infra-status   only the local Kafka, FerretDB and Redis"
+	@echo "make test-infra-up / test-infra-down   the test servers alone, on make test's ports"
 	@echo "make deploy-check   verify the Helm chart offline (lint, schemas, unit tests, promtool, kube-score)"
 	@echo "make deploy-check-apiserver   install the chart into a real kube-apiserver (built once, ~15 min)"
 	@echo "make images         build every image locally (Debian base by debootstrap; cached)"
@@ -91,6 +92,13 @@ infra-down:
 
 infra-status:
 	@$(INFRA) status
+
+# the test servers alone (the ports make test uses), for running single tests against them
+test-infra-up: install
+	@$(TEST_ENV) $(INFRA) up
+
+test-infra-down:
+	@$(TEST_ENV) $(INFRA) down
 
 lint: .venv/.synced $(WEB)/node_modules/.installed $(WEB)/openapi-gen/node_modules/.installed
 	$(UV) run --frozen ruff check .

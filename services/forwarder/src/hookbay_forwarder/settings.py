@@ -13,9 +13,10 @@ class ForwarderSettings(Settings):
     forwarder_metrics_port: int = Field(default=9101, ge=0, le=65535)
     """``/healthz``, ``/readyz`` and ``/metrics`` of the forwarder (0: any free port)."""
     recorder_metrics_port: int = Field(default=9102, ge=0, le=65535)
-    recorder_linger: float = Field(default=0.25, ge=0, le=2)
+    recorder_linger: float = Field(default=0.0, ge=0, le=2)
     """Seconds the recorder keeps reading after a batch's first records before it writes them:
-    one write for more events, and an event's attempt in the same write as the event."""
+    one write for more events, and an event's attempt in the same write as the event. Off by
+    default: it trades accepted → visible time for store work (docs/operators/configuration.md)."""
     stats_metrics_port: int = Field(default=9103, ge=0, le=65535)
     stats_grace: float = Field(default=3600.0, ge=0, le=86_400)
     """Seconds after its minute ends that a late event or attempt still counts in the stats

@@ -2,11 +2,12 @@
 
 A plain loop over batches: read a batch, write it with idempotent upserts, then commit its
 offsets. A write that fails is retried (nothing is committed meanwhile); a crash anywhere
-re-reads from the last commit, and writing a record twice changes nothing. A batch is what
-arrives within ``linger`` seconds of its first records (``HOOKBAY_RECORDER_LINGER``, 0.25 s):
-the store's work per write is mostly per webhook and per page, so a write of more events costs
-less per event, and an event usually meets its first attempt in the same write (stored with its
-status instead of updated after). An event is still listed well within a second of its 200.
+re-reads from the last commit, and writing a record twice changes nothing. A batch is what one
+read returns, or, with ``linger`` (``HOOKBAY_RECORDER_LINGER``, off by default), what arrives
+within that many seconds of its first records: the store's work per write is mostly per webhook
+and per page, so a write of more events costs less per event, and an event usually meets its
+first attempt in the same write (stored with its status instead of updated after), at the price
+of a later listing.
 
 A fetch or commit that fails with a retriable Kafka error (the broker or the group coordinator
 away or moving) is logged and tried again; an uncommitted batch is simply read and written again.
