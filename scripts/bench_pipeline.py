@@ -51,6 +51,7 @@ from benchlib import (
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
+    drop_database,
     free_port,
     local_env,
     machine,
@@ -592,7 +593,7 @@ def main() -> int:
         if not name.startswith("HOOKBAY_") or not _:
             parser.error(f"--set {setting}: give HOOKBAY_NAME=VALUE")
         env[name] = value
-    _drop(env)
+    drop_database(env)
     run_id = uuid.uuid4().hex[:6]
     owners = [f"pipe{run_id}{i}" for i in range(args.owners)]
     runs: list[Run] = []
@@ -623,19 +624,12 @@ def main() -> int:
                 finally:
                     progress.close()
         finally:
-            _drop(env)
+            drop_database(env)
     block = render(runs, idle_ms, args)
     print(block)
     if not args.no_write:
         write_doc_block(DOC, BEGIN, END, HEADING, block)
     return 0 if all(r.done_s for r in runs) else 1
-
-
-def _drop(env: dict[str, str]) -> None:
-    base, name = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)
-    client: MongoClient[dict[str, Any]]
-    with MongoClient(base) as client:
-        client.drop_database(name)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from benchlib import (
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
+    drop_database,
     free_port,
     local_env,
     machine,
@@ -191,7 +192,7 @@ def main() -> int:
     env = environment(args.db)
     fresh = args.db == "hookbay_bench_visible"
     if fresh:
-        _drop(env)
+        drop_database(env)
     cli(env, "migrate")
     stored_before = _stored(env)
     ingest_port, dash_port, receiver_port = free_port(), free_port(), free_port()
@@ -273,7 +274,7 @@ def main() -> int:
     if not args.no_write:
         write_doc_block(DOC, BEGIN, END, HEADING, block)
     if fresh or args.drop:
-        _drop(env)
+        drop_database(env)
     return 0
 
 
@@ -304,12 +305,6 @@ def _recorder_batches(port: str) -> str:
 def _database(env: dict[str, str]) -> tuple[MongoClient[dict[str, Any]], str]:
     base, name = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)
     return MongoClient(base), name
-
-
-def _drop(env: dict[str, str]) -> None:
-    mongo, name = _database(env)
-    with mongo:
-        mongo.drop_database(name)
 
 
 def _stored(env: dict[str, str]) -> int:

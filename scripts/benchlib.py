@@ -24,6 +24,7 @@ __all__ = [
     "ROOT",
     "SEND_ERRORS",
     "KeepAlivePool",
+    "drop_database",
     "ferretdb_version",
     "free_port",
     "kafka_version",
@@ -183,6 +184,16 @@ def local_env() -> dict[str, str]:
     }
     env.update(local_defaults(ROOT, env, create_key=True))
     return env
+
+
+def drop_database(env: dict[str, str]) -> None:
+    """Drop the database ``HOOKBAY_MONGO_URL`` of ``env`` names (a benchmark's own)."""
+    from pymongo import MongoClient
+
+    base, name = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)
+    client: MongoClient[dict[str, object]]
+    with MongoClient(base) as client:
+        client.drop_database(name)
 
 
 @contextlib.contextmanager
