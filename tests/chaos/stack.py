@@ -319,8 +319,8 @@ async def infrastructure() -> AsyncIterator[Infra]:
                 "chaos: another chaos run holds .cache/chaos-run; wait for it"
             ) from None
         infra = Infra()
-        await infra.up()
-        try:
+        try:  # a server that fails to start stops the ones started before it too
+            await infra.up()
             yield infra
         finally:
             await infra.down()
