@@ -38,25 +38,31 @@ DEFAULT_PORTS: Final = {"https": 443, "http": 80}
 class TwilioVerifier:
     def __init__(self, config: WebhookVerification) -> None:
         url = config.public_url or ""
-        self._urls = (url, _other_port_form(url))
+        self._urls = tuple(dict.fromkeys((url, _other_port_form(url))))
+        """The URL as configured, then its other port form (when there is one): they differ in
+        the host part only, so the query and the body sign alike for both."""
+        self._query = url.partition("?")[2] if "?" in url else None
+        """The configured query; ``None``: the request's is appended."""
 
     def verify(self, request: SignedRequest, secrets: SigningSecrets, clock: Clock) -> Verification:
         value = header(request, SIGNATURE_HEADER)
         if value is None:
             return MISSING
+        query, suffix = self._query, ""
+        if query is None:
+            query = request.query_string
+            suffix = f"?{query}" if query else ""
+        body_hash = parse_qs(query).get("bodySHA256")
+        if body_hash is not None:
+            digest = hashlib.sha256(request.body).hexdigest().encode()
+            if not hmac.compare_digest(digest, body_hash[0].lower().encode()):
+                return BAD
+            tail = ""
+        else:
+            tail = _form_string(request)
         presented = decoded_all([value], SignatureEncoding.BASE64)
         for url in self._urls:
-            if "?" not in url and request.query_string:
-                url = f"{url}?{request.query_string}"
-            body_hash = parse_qs(url.partition("?")[2]).get("bodySHA256")
-            if body_hash is not None:
-                digest = hashlib.sha256(request.body).hexdigest().encode()
-                if not hmac.compare_digest(digest, body_hash[0].lower().encode()):
-                    return BAD
-                signed = url.encode()
-            else:
-                signed = (url + _form_string(request)).encode()
-            slot = match(secrets, presented, partial(_sha1, signed))
+            slot = match(secrets, presented, partial(_sha1, f"{url}{suffix}{tail}".encode()))
             if slot is not None:
                 return verdict(slot)
         return BAD
