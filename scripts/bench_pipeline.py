@@ -51,9 +51,9 @@ from benchlib import (
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
+    bench_env,
     drop_database,
     free_port,
-    local_env,
     machine,
     make_body,
     percentile,
@@ -190,15 +190,8 @@ def store_activity(env: dict[str, str]) -> dict[str, int]:
 
 
 def environment(python: Path) -> dict[str, str]:
-    env = local_env()
-    mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]
-    env.update(
-        HOOKBAY_MONGO_URL=f"{mongo}/{DB}",
-        HOOKBAY_KAFKA_NAMESPACE=f"bench.pipeline.{uuid.uuid4().hex[:8]}",
-        HOOKBAY_LOG_LEVEL="WARNING",
-        HOOKBAY_OPS_HOST=HOST,
-        PATH=f"{python.parent}{os.pathsep}{env.get('PATH', '')}",
-    )
+    env = bench_env(DB, "pipeline")
+    env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
     return env
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from benchlib import free_port, local_env, machine, percentile, service, write_doc_block
+from benchlib import bench_env, free_port, machine, percentile, service, write_doc_block
 from prometheus_client.parser import text_string_to_metric_families
 from pymongo import MongoClient
 
@@ -60,16 +60,7 @@ TARGET_P99_MS = 20.0
 
 
 def environment() -> dict[str, str]:
-    env = local_env()
-    mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]
-    env.update(
-        HOOKBAY_MONGO_URL=f"{mongo}/{DB}",
-        HOOKBAY_KAFKA_NAMESPACE=f"bench.stats.{uuid.uuid4().hex[:8]}",
-        HOOKBAY_LOG_LEVEL="WARNING",
-        HOOKBAY_STATS_METRICS_PORT=str(free_port()),
-        HOOKBAY_OPS_HOST="127.0.0.1",
-    )
-    return env
+    return bench_env(DB, "stats") | {"HOOKBAY_STATS_METRICS_PORT": str(free_port())}
 
 
 def settings(env: dict[str, str]) -> Any:

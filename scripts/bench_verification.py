@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +41,8 @@ from benchlib import (
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
+    bench_env,
     free_port,
-    local_env,
     machine,
     make_body,
     percentile,
@@ -178,14 +177,8 @@ async def open_loop(port: int, pid: int, phase: Phase, seconds: float) -> None:
 
 
 def environment() -> dict[str, str]:
-    env = local_env()
+    env = bench_env(DB, "verify")
     env.pop("HOOKBAY_REDIS_URL", None)  # the in-process rate limiter
-    mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]
-    env.update(
-        HOOKBAY_MONGO_URL=f"{mongo}/{DB}",
-        HOOKBAY_KAFKA_NAMESPACE=f"bench.verify.{uuid.uuid4().hex[:8]}",
-        HOOKBAY_LOG_LEVEL="WARNING",
-    )
     return env
 
 

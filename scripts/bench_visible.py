@@ -41,9 +41,9 @@ from benchlib import (
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
+    bench_env,
     drop_database,
     free_port,
-    local_env,
     machine,
     make_body,
     percentile,
@@ -69,18 +69,10 @@ KEEPALIVE_S = 3.0
 
 
 def environment(db: str) -> dict[str, str]:
-    env = local_env()
-    mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]
-    env.update(
-        HOOKBAY_MONGO_URL=f"{mongo}/{db}",
-        HOOKBAY_KAFKA_NAMESPACE=f"bench.visible.{uuid.uuid4().hex[:8]}",
-        HOOKBAY_ALLOW_PRIVATE_DESTINATIONS="true",
-        HOOKBAY_LOG_LEVEL="WARNING",
-        HOOKBAY_FORWARDER_METRICS_PORT=str(free_port()),
-        HOOKBAY_RECORDER_METRICS_PORT=str(free_port()),
-        HOOKBAY_OPS_HOST="127.0.0.1",
-    )
-    return env
+    return bench_env(db, "visible") | {
+        "HOOKBAY_FORWARDER_METRICS_PORT": str(free_port()),
+        "HOOKBAY_RECORDER_METRICS_PORT": str(free_port()),
+    }
 
 
 def cli(env: dict[str, str], *args: str) -> str:

@@ -11,6 +11,7 @@ import os
 import platform
 import re
 import socket
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -24,6 +25,7 @@ __all__ = [
     "ROOT",
     "SEND_ERRORS",
     "KeepAlivePool",
+    "bench_env",
     "drop_database",
     "ferretdb_version",
     "free_port",
@@ -183,6 +185,20 @@ def local_env() -> dict[str, str]:
         if not k.startswith("HOOKBAY_") or k.startswith("HOOKBAY_INFRA_")
     }
     env.update(local_defaults(ROOT, env, create_key=True))
+    return env
+
+
+def bench_env(db: str, name: str) -> dict[str, str]:
+    """``local_env`` for one benchmark run: database ``db``, a topic namespace of its own
+    (``bench.<name>.<random>``), warnings only in the services' logs, ops ports on loopback."""
+    env = local_env()
+    mongo = env["HOOKBAY_MONGO_URL"].rsplit("/", 1)[0]
+    env.update(
+        HOOKBAY_MONGO_URL=f"{mongo}/{db}",
+        HOOKBAY_KAFKA_NAMESPACE=f"bench.{name}.{uuid.uuid4().hex[:8]}",
+        HOOKBAY_LOG_LEVEL="WARNING",
+        HOOKBAY_OPS_HOST=HOST,
+    )
     return env
 
 
