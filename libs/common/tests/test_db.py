@@ -522,12 +522,42 @@ class TestPagedLayout:
         await events.upsert_many(made)
         await db[Collections.EVENT_COUNTERS].update_one({"_id": webhook_id}, {"$set": {"seq": 50}})
         more = [create_event(webhook_id=webhook_id) for _ in range(10)]
-        await events.upsert_many(more)  # takes numbers already given: page 0 grows
+        await EventRepository(db).upsert_many(more)  # another writer: numbers given, page 0 grows
         listed = await events.heads_for_webhook(webhook_id, limit=1000)
         assert len(listed.heads) == len(made) + len(more)
         exported = [e.id async for e, _ in events.stream_for_webhook(webhook_id)]
         assert sorted(exported) == sorted(e.id for e in made + more)
         assert sum((await events.counts(webhook_id)).values()) == len(made) + len(more)
+
+    async def test_positions_are_reserved_a_page_at_a_time(self, db: Database) -> None:
+        """A writer reserves the rest of the page its numbers fall on and hands them out from
+        memory; once it forgets (its partitions moved) or another writer takes over, numbers
+        come from the counter again, after the reserved ones: arrival order holds."""
+        events = EventRepository(db)
+        counters = db[Collections.EVENT_COUNTERS]
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        start = utcnow() - timedelta(minutes=5)
+        made = [
+            create_event(webhook_id=webhook_id, created_at=start + timedelta(seconds=i))
+            for i in range(40)
+        ]
+        for chunk in (made[:10], made[10:20], made[20:30]):
+            await events.upsert_many(chunk)
+        counter = await counters.find_one({"_id": webhook_id})
+        assert counter is not None
+        assert counter["seq"] == PAGE_SIZE  # the page, reserved once
+        heads = await db[Collections.EVENTS].find({"webhook_id": webhook_id}).to_list(None)
+        assert sorted(h["seq"] for h in heads) == list(range(30))
+        events.forget_writes()
+        await events.upsert_many(made[30:35])  # the rest of page 0 is wasted: page 1
+        await EventRepository(db).upsert_many(made[35:])  # another writer: page 2
+        heads = await db[Collections.EVENTS].find({"webhook_id": webhook_id}).to_list(None)
+        assert sorted(h["seq"] for h in heads if h["seq"] >= 30) == [
+            *range(PAGE_SIZE, PAGE_SIZE + 5), *range(2 * PAGE_SIZE, 2 * PAGE_SIZE + 5)
+        ]  # fmt: skip
+        listed = await events.heads_for_webhook(webhook_id, limit=100)
+        assert [h.id for h in listed.heads] == [e.id for e in reversed(made)]
+        assert sum((await events.counts(webhook_id)).values()) == len(made)
 
     async def test_a_page_walk_stops_at_its_budget_with_a_cursor(self, db: Database) -> None:
         events = EventRepository(db)

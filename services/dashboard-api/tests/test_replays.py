@@ -54,6 +54,8 @@ class Stack:
     dashboard: Dashboard
     db: Database
     receiver: Receiver
+    writer: EventRepository | None = None
+    """The one writer of events, as the recorder is (a writer reserves positions)."""
 
     @property
     def namespace(self) -> str:
@@ -80,7 +82,9 @@ class Stack:
             )
             for i, status in enumerate(statuses)
         ]
-        events = EventRepository(self.db)
+        if self.writer is None:
+            self.writer = EventRepository(self.db)
+        events = self.writer
         await events.upsert_many(made)
         for event in made:
             if event.status is not event.initial_status:

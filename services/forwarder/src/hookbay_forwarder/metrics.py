@@ -67,6 +67,11 @@ class RecorderMetrics(ConsumerMetrics):
             name("recorder_write_duration_seconds"), "Time to write one batch to MongoDB.",
             buckets=LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
+        self.summary_latency = Histogram(
+            name("recorder_summary_duration_seconds"),
+            "Time to write the page summaries the batches since the last commit changed.",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
         self.unreadable = Counter(
             name("recorder_unreadable"), "Records skipped because they could not be read.",
             ["topic"], registry=r,

@@ -17,6 +17,10 @@ class ForwarderSettings(Settings):
     """Seconds the recorder keeps reading after a batch's first records before it writes them:
     one write for more events, and an event's attempt in the same write as the event. Off by
     default: it trades accepted → visible time for store work (docs/operators/configuration.md)."""
+    recorder_commit_interval: float = Field(default=1.0, gt=0, le=30)
+    """Seconds between the recorder's commits while records keep coming: the page summaries
+    (counts, the owner's newest events) are written once per commit, so they lag the events by
+    up to this; more means less store work per event (docs/operators/configuration.md)."""
     stats_metrics_port: int = Field(default=9103, ge=0, le=65535)
     stats_grace: float = Field(default=3600.0, ge=0, le=86_400)
     """Seconds after its minute ends that a late event or attempt still counts in the stats

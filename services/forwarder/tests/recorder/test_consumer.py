@@ -1,5 +1,6 @@
-"""The recorder's loop with a scripted consumer: what one write holds (the linger), what is
-committed. The loop on real Kafka and FerretDB is in ``test_app.py``."""
+"""The recorder's loop with a scripted consumer: what one write holds (the linger), when the
+summaries are written and what is committed after them. The loop on real Kafka and FerretDB is
+in ``test_app.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any, cast
 
 import pytest
 from aiokafka.structs import TopicPartition
+from pymongo.errors import AutoReconnect
 
+from hookbay_common.clock import utcnow
+from hookbay_common.db.events import PendingSummaries
 from hookbay_forwarder.metrics import RecorderMetrics
 from hookbay_forwarder.recorder import consumer as consumer_module
 from hookbay_forwarder.recorder.consumer import RecorderLoop
@@ -35,6 +39,11 @@ class ScriptedConsumer:
     script: list[dict[TopicPartition, list[Record]]]
     loop: RecorderLoop | None = None
     commits: list[dict[TopicPartition, int]] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    assigned: set[TopicPartition] = field(default_factory=lambda: {A, B})
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.assigned
 
     async def getmany(self, *, timeout_ms: int, max_records: int) -> dict[Any, list[Record]]:
         if not self.script:
@@ -56,22 +65,56 @@ class ScriptedConsumer:
 
     async def commit(self, offsets: dict[TopicPartition, Any]) -> None:
         self.commits.append({tp: meta.offset for tp, meta in offsets.items()})
+        self.log.append("commit")
+
+
+@dataclass
+class Repository:
+    forgotten: int = 0
+
+    def forget_writes(self) -> None:
+        self.forgotten += 1
 
 
 @dataclass
 class Written:
+    """The handlers: each batch written tallies one event on page ``len(batches)`` and moves
+    the clock a second on; ``summarise`` fails ``failures`` times first."""
+
+    log: list[str]
     metrics: RecorderMetrics = field(default_factory=RecorderMetrics)
+    events: Repository = field(default_factory=Repository)
     batches: list[list[Record]] = field(default_factory=list)
+    summarised: list[tuple[list[tuple[str, int]], list[tuple[str, int]]]] = field(
+        default_factory=list
+    )
+    failures: int = 0
+    now: float = 0.0
 
-    async def record(self, batch: list[Record]) -> None:
+    async def record(self, batch: list[Record], pending: PendingSummaries) -> None:
         self.batches.append(list(batch))
+        pending.tally("wh", len(self.batches)).add("success", utcnow())
+        self.now += 1.0
+        self.log.append("write")
+
+    async def summarise(self, pending: PendingSummaries) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise AutoReconnect("store restarting")
+        self.summarised.append((sorted(pending.tallies), sorted(pending.exact)))
+        self.log.append("summarise")
 
 
-def run_loop(script: list[dict[TopicPartition, list[Record]]], linger: float) -> tuple[
-    Written, ScriptedConsumer, RecorderLoop
-]:  # fmt: skip
-    written, consumer = Written(), ScriptedConsumer(script)
-    loop = RecorderLoop(cast(Any, consumer), cast(Any, written), linger=linger)
+def run_loop(
+    script: list[dict[TopicPartition, list[Record]]], linger: float = 0.0,
+    commit_interval: float = 0.0, failures: int = 0,
+) -> tuple[Written, ScriptedConsumer, RecorderLoop]:  # fmt: skip
+    consumer = ScriptedConsumer(script)
+    written = Written(consumer.log, failures=failures)
+    loop = RecorderLoop(
+        cast(Any, consumer), cast(Any, written), linger=linger, commit_interval=commit_interval,
+        clock=lambda: written.now, retry_delay=0.0,
+    )  # fmt: skip
     consumer.loop = loop
     return written, consumer, loop
 
@@ -98,3 +141,39 @@ class TestLinger:
         await loop.run()
         assert written.batches == [records(A, 0, 1, 2), [*records(A, 3), *records(B, 5)]]
         assert consumer.commits == [{A: 3}, {A: 4, B: 6}]
+
+
+class TestSummariesThenCommit:
+    async def test_summaries_are_written_once_an_interval_then_committed(self) -> None:
+        script = [{A: records(A, 0)}, {B: records(B, 7)}, {A: records(A, 1)}, {A: records(A, 2)}]
+        written, consumer, loop = run_loop(script, commit_interval=1.5)
+        await loop.run()
+        # batches at 1 s, 2 s, 3 s: the third is 2 s after the first unsettled one; the
+        # fourth is settled when nothing more comes
+        assert consumer.log == [*["write"] * 3, "summarise", "commit", "write", "summarise", "commit"]  # fmt: skip
+        assert written.summarised == [([("wh", 1), ("wh", 2), ("wh", 3)], []), ([("wh", 4)], [])]
+        assert consumer.commits == [{A: 2, B: 8}, {A: 3}]
+
+    async def test_a_failed_summary_write_recounts_its_pages_then_commits(self) -> None:
+        """A write of the summaries that fails part-way may have added some tallies already:
+        the retry recounts every page instead of adding them again."""
+        script = [{A: records(A, 0)}, {A: records(A, 1)}, {A: records(A, 2)}]
+        written, consumer, loop = run_loop(script, commit_interval=1.5, failures=1)
+        await loop.run()
+        assert written.summarised == [([], [("wh", 1), ("wh", 2), ("wh", 3)])]
+        assert consumer.commits == [{A: 3}]
+        assert loop.healthy
+
+    async def test_moved_partitions_forget_what_the_writes_taught(self) -> None:
+        script = [{A: records(A, 0)}, {A: records(A, 1)}, {A: records(A, 2)}]
+        written, consumer, loop = run_loop(script)
+        original = written.record
+
+        async def record(batch: list[Record], pending: PendingSummaries) -> None:
+            await original(batch, pending)
+            if len(written.batches) == 2:
+                consumer.assigned = {A}  # B moved to another recorder meanwhile
+
+        written.record = record  # type: ignore[method-assign]
+        await loop.run()
+        assert written.events.forgotten == 2  # the first assignment, then the move

@@ -56,7 +56,10 @@ class Recorder:
             group_id=f"{self.topics.namespace}.recorder", client_id="hookbay-recorder",
             session_timeout_ms=settings.kafka_session_timeout_ms,
         )  # fmt: skip
-        self.loop = RecorderLoop(self.consumer, self.handlers, linger=settings.recorder_linger)
+        self.loop = RecorderLoop(
+            self.consumer, self.handlers, linger=settings.recorder_linger,
+            commit_interval=settings.recorder_commit_interval,
+        )  # fmt: skip
         self.probe = BrokerProbe(settings.kafka_bootstrap, client_id="hookbay-recorder-probe")
 
     def checks(self) -> dict[str, bool]:

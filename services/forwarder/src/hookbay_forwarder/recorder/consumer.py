@@ -1,16 +1,23 @@
 """The recorder's consume loop: materialises ``hookbay.events`` and ``hookbay.attempts`` into MongoDB.
 
-A plain loop over batches: read a batch, write it with idempotent upserts, then commit its
-offsets. A write that fails is retried (nothing is committed meanwhile); a crash anywhere
-re-reads from the last commit, and writing a record twice changes nothing. A batch is what one
-read returns, or, with ``linger`` (``HOOKBAY_RECORDER_LINGER``, off by default), what arrives
-within that many seconds of its first records: the store's work per write is mostly per webhook
-and per page, so a write of more events costs less per event, and an event usually meets its
-first attempt in the same write (stored with its status instead of updated after), at the price
-of a later listing.
+A plain loop over batches: read a batch and write its events and attempts with idempotent
+upserts. What the batches change in the page summaries (counts, books, an owner's newest events)
+is gathered and written once per ``commit_interval`` (``HOOKBAY_RECORDER_COMMIT_INTERVAL``) or
+when no more records wait, and the offsets of the batches it covers are committed after it: the
+store's work for summaries is per webhook and per page, so one write a second for a busy page
+replaces one a batch. A write that fails is retried (nothing is committed meanwhile); a crash
+anywhere re-reads from the last commit, and a record written twice changes nothing (the pages it
+meets again are recounted from their events).
+
+A batch is what one read returns, or, with ``linger`` (``HOOKBAY_RECORDER_LINGER``, off by
+default), what arrives within that many seconds of its first records: an event then usually
+meets its first attempt in the same write (stored with its status instead of updated after), at
+the price of a later listing.
 
 A fetch or commit that fails with a retriable Kafka error (the broker or the group coordinator
 away or moving) is logged and tried again; an uncommitted batch is simply read and written again.
+When the consumer's partitions change, the positions and newest ids the repository remembers
+from its own writes are forgotten (another recorder may have written those webhooks meanwhile).
 The recorder produces nothing.
 """
 
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -25,6 +33,7 @@ from aiokafka.errors import CommitFailedError, KafkaError
 from aiokafka.structs import OffsetAndMetadata
 from pymongo.errors import PyMongoError
 
+from hookbay_common.db.events import PendingSummaries
 from hookbay_common.logs import get_logger
 from hookbay_common.producer import is_retriable
 from hookbay_forwarder.recorder.handlers import RecorderHandlers
@@ -44,10 +53,19 @@ which FerretDB does slowly; cutting that short would only start it again."""
 class RecorderLoop:
     def __init__(
         self, consumer: AIOKafkaConsumer, handlers: RecorderHandlers, *, retry_delay: float = 1.0,
-        linger: float = 0.0,
+        linger: float = 0.0, commit_interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:  # fmt: skip
         self.consumer = consumer
         self._linger = linger
+        self._commit_interval = commit_interval
+        self._clock = clock
+        self._pending = PendingSummaries()
+        self._owed: dict[Any, OffsetAndMetadata] = {}
+        """Offsets of the batches written since the last commit, committed after their
+        summaries are."""
+        self._owed_since: float | None = None
+        self._assignment: frozenset[Any] = frozenset()
         self._handlers = handlers
         self._retry_delay = retry_delay
         self._stopping = asyncio.Event()
@@ -84,27 +102,55 @@ class RecorderLoop:
             except KafkaError as exc:
                 await self._blip("fetch", exc)
                 continue
+            self._notice_moves()
             if not batch:
-                self.last_commit = time.monotonic()
+                if self._owed:
+                    await self._settle()
+                else:
+                    self.last_commit = time.monotonic()
                 continue
             records = [record for part in batch.values() for record in part]
             self.stage = "write"
             if not await self._write(records):
                 return  # stopping before the batch could be written: it is not committed
-            offsets = {tp: OffsetAndMetadata(part[-1].offset + 1, "") for tp, part in batch.items()}
-            self.stage = "commit"
-            try:
-                async with asyncio.timeout(COMMIT_TIMEOUT):
-                    await self.consumer.commit(offsets)
-            except CommitFailedError:  # partitions moved meanwhile: the new owner rewrites them
-                log.warning("commit_failed_after_rebalance")
-            except TimeoutError:  # the next commit covers these offsets
-                log.warning("kafka_blip", consumer=CONSUMER, operation="commit", error="timeout")
-            except KafkaError as exc:  # not committed: read and written again, which is harmless
-                await self._blip("commit", exc)
-            else:
-                self.last_commit = time.monotonic()
-                self.committed.update({tp: meta.offset for tp, meta in offsets.items()})
+            self._owed.update(
+                {tp: OffsetAndMetadata(part[-1].offset + 1, "") for tp, part in batch.items()}
+            )
+            now = self._clock()
+            self._owed_since = now if self._owed_since is None else self._owed_since
+            if now - self._owed_since >= self._commit_interval:
+                await self._settle()
+        if self._owed:  # stopping: what was written is committed with its summaries
+            await self._settle()
+
+    def _notice_moves(self) -> None:
+        assignment = frozenset(self.consumer.assignment())
+        if assignment != self._assignment:
+            self._assignment = assignment
+            self._handlers.events.forget_writes()
+
+    async def _settle(self) -> None:
+        """Write the summaries the batches since the last commit owe, then commit their
+        offsets. Summaries that cannot be written (stopping meanwhile) leave the offsets
+        uncommitted: the batches are read and written again, their pages recounted."""
+        self.stage = "summarise"
+        if not await self._summarise():
+            self._owed.clear()
+            return
+        offsets, self._owed, self._owed_since = self._owed, {}, None
+        self.stage = "commit"
+        try:
+            async with asyncio.timeout(COMMIT_TIMEOUT):
+                await self.consumer.commit(offsets)
+        except CommitFailedError:  # partitions moved meanwhile: the new owner rewrites them
+            log.warning("commit_failed_after_rebalance")
+        except TimeoutError:  # the next commit covers these offsets
+            log.warning("kafka_blip", consumer=CONSUMER, operation="commit", error="timeout")
+        except KafkaError as exc:  # not committed: read and written again, which is harmless
+            await self._blip("commit", exc)
+        else:
+            self.last_commit = time.monotonic()
+            self.committed.update({tp: meta.offset for tp, meta in offsets.items()})
 
     async def _more(self, batch: dict[Any, list[Any]]) -> None:
         """Add to ``batch`` what arrives within ``linger`` seconds of now (up to
@@ -144,17 +190,36 @@ class RecorderLoop:
             return
 
     async def _write(self, records: list[Any]) -> bool:
-        """Write the batch, retrying every ``retry_delay`` while MongoDB refuses, an operation
-        gets no answer within the client's socket timeout (``process.MONGO_SOCKET_TIMEOUT_MS``: a
-        restarted server may leave a request unanswered) or the whole batch takes longer than
+        """Write the batch; False when a stop came first (``_retrying``)."""
+        return await self._retrying(
+            lambda: self._handlers.record(records, self._pending), records=len(records)
+        )
+
+    async def _summarise(self) -> bool:
+        """Write the pending summaries; False when a stop came first (``_retrying``)."""
+
+        async def once() -> None:
+            try:
+                await self._handlers.summarise(self._pending)
+            except BaseException:
+                self._pending.recount_all()  # some tallies may be written: recount instead
+                raise
+            self._pending = PendingSummaries()
+
+        return await self._retrying(once, records=0)
+
+    async def _retrying(self, write: Callable[[], Awaitable[None]], *, records: int) -> bool:
+        """Run ``write``, again every ``retry_delay`` while MongoDB refuses, an operation gets
+        no answer within the client's socket timeout (``process.MONGO_SOCKET_TIMEOUT_MS``: a
+        restarted server may leave a request unanswered) or the whole write takes longer than
         ``WRITE_TIMEOUT``; False when a stop came first."""
         while True:
             try:
                 async with asyncio.timeout(WRITE_TIMEOUT):
-                    await self._handlers.record(records)
+                    await write()
             except (PyMongoError, TimeoutError) as exc:
                 self.healthy = False
-                log.warning("write_failed", error=type(exc).__name__, records=len(records))
+                log.warning("write_failed", error=type(exc).__name__, records=records)
                 try:
                     await asyncio.wait_for(self._stopping.wait(), self._retry_delay)
                 except TimeoutError:

@@ -1,6 +1,8 @@
 """The recorder's business: write one batch of events and attempts to MongoDB.
 
-Writes are idempotent upserts (``record_batch``): a batch written again changes nothing.
+Writes are idempotent upserts (``record_batch``): a batch written again changes nothing. What
+the batches change in the page summaries is gathered in a ``PendingSummaries`` and written by
+``summarise`` (the consume loop decides when).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookbay_common.db import AttemptRepository, EventRepository
-from hookbay_common.db.events import record_batch
+from hookbay_common.db.events import PendingSummaries, record_batch
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, Event
 from hookbay_common.topics import Topics
@@ -28,8 +30,9 @@ class RecorderHandlers:
     topics: Topics
     metrics: RecorderMetrics
 
-    async def record(self, records: Sequence[Any]) -> None:
-        """Write one batch: events, attempts, and the statuses the attempts imply."""
+    async def record(self, records: Sequence[Any], pending: PendingSummaries) -> None:
+        """Write one batch: events, attempts, and the statuses the attempts imply; what it
+        changes in the summaries is added to ``pending``."""
         events: list[Event] = []
         attempts: list[Attempt] = []
         for record in records:
@@ -45,7 +48,13 @@ class RecorderHandlers:
                 )  # fmt: skip
                 self.metrics.unreadable.labels(record.topic).inc()
         started = time.perf_counter()
-        await record_batch(self.events, self.attempts, events, attempts)
+        await record_batch(self.events, self.attempts, events, attempts, pending)
         self.metrics.write_latency.observe(time.perf_counter() - started)
         self.metrics.recorded.labels("event").inc(len(events))
         self.metrics.recorded.labels("attempt").inc(len(attempts))
+
+    async def summarise(self, pending: PendingSummaries) -> None:
+        """Write what ``pending`` owes the page summaries, books and counters."""
+        started = time.perf_counter()
+        await self.events.summarise(pending)
+        self.metrics.summary_latency.observe(time.perf_counter() - started)

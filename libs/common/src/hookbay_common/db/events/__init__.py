@@ -64,7 +64,7 @@ from hookbay_common.db.events.migrations import (
     migrate_event_layout,
 )
 from hookbay_common.db.events.repository import EventRepository, record_batch
-from hookbay_common.db.events.summaries import PageSummary, minute_key
+from hookbay_common.db.events.summaries import PageSummary, PendingSummaries, minute_key
 
 __all__ = [
     "BOOK_PAGES",
@@ -84,6 +84,7 @@ __all__ = [
     "ExpiredPage",
     "HeadPage",
     "PageSummary",
+    "PendingSummaries",
     "Statement",
     "attempt_from_document",
     "attempt_to_document",

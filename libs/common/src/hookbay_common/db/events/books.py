@@ -8,10 +8,17 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from hookbay_common.db.documents import gather_limited
-from hookbay_common.db.events.caches import BOOK_START_CACHE, _keep
-from hookbay_common.db.events.layout import _EPOCH, _STATUSES, PAGE_SIZE, _epoch_ms, page_id
+from hookbay_common.db.events.caches import BOOK_START_CACHE, RECENT_CACHE, _keep
+from hookbay_common.db.events.layout import (
+    _EPOCH,
+    _STATUSES,
+    PAGE_SIZE,
+    _epoch_ms,
+    _newest,
+    page_id,
+)
 from hookbay_common.db.events.pages import EventPages
-from hookbay_common.db.events.summaries import PageSummary, _Changes, _summary, _Tally
+from hookbay_common.db.events.summaries import PageSummary, PendingSummaries, _summary, _Tally
 
 BOOK_PAGES: Final = 100
 """Pages per book: an ``event_books`` document holds the counts of 100 pages (10,000 events), so
@@ -61,27 +68,43 @@ class PageBooks(EventPages):
 
     async def recount(self, pages: Iterable[tuple[str, int]]) -> None:
         """Rewrite the summaries of ``pages`` (webhook id, page) from their heads."""
-        await self._summarise(_Changes(exact=set(pages)))
+        await self.summarise(PendingSummaries(exact=set(pages)))
 
-    async def _summarise(self, changes: _Changes) -> None:
-        """Bring the summaries (and book entries) of the pages in ``changes`` up to date: a
-        tally is added to the stored summary (one small read and write instead of reading the
-        page's heads), an ``exact`` page is recounted from its heads. Books go concurrently,
-        the pages of one book one after the other: FerretDB v1 updates a document by reading
-        and rewriting it, so two concurrent ``$set`` of entries of one book could lose one."""
+    async def summarise(self, pending: PendingSummaries) -> None:
+        """Bring the summaries (and book entries) of the pages in ``pending`` up to date, and
+        the newest ids its webhooks' counters keep: a tally is added to the stored summary
+        (one small read and write instead of reading the page's heads), an ``exact`` page is
+        recounted from its heads. Books go concurrently, the pages of one book one after the
+        other: FerretDB v1 updates a document by reading and rewriting it, so two concurrent
+        ``$set`` of entries of one book could lose one.
+
+        Not idempotent for tallies: after a failure, ``pending.recount_all()`` before trying
+        again."""
         books: dict[tuple[str, int], list[int]] = {}
-        for webhook_id, page in sorted(changes.exact | changes.tallies.keys()):
+        for webhook_id, page in sorted(pending.exact | pending.tallies.keys()):
             books.setdefault((webhook_id, page // BOOK_PAGES), []).append(page)
 
         async def one_book(webhook_id: str, pages: list[int]) -> None:
             for page in pages:
-                exact = (webhook_id, page) in changes.exact
+                exact = (webhook_id, page) in pending.exact
                 if exact or not await self._add(
-                    webhook_id, page, changes.tallies[webhook_id, page]
+                    webhook_id, page, pending.tallies[webhook_id, page]
                 ):
                     await self._recount(webhook_id, page)
 
         await gather_limited(one_book(w, ps) for (w, _), ps in books.items())
+        await gather_limited(self._keep_recent(w, fresh) for w, fresh in pending.recent.items())
+
+    async def _keep_recent(self, webhook_id: str, fresh: set[tuple[int, str]]) -> None:
+        """Add ``fresh`` to the newest ids the webhook's counter keeps (the owner's overview);
+        after the events are written, so the ids it keeps are of stored events."""
+        kept = self._recent.get(webhook_id)
+        if kept is None:
+            doc = await self._counters.find_one({"_id": webhook_id}, {"recent": 1})
+            kept = doc.get("recent", "") if doc is not None else ""
+        newest = _newest(kept, fresh)
+        await self._counters.update_one({"_id": webhook_id}, {"$set": {"recent": newest}})
+        _keep(self._recent, webhook_id, newest, RECENT_CACHE)
 
     async def _add(self, webhook_id: str, page: int, tally: _Tally) -> bool:
         """Add ``tally`` to the page's stored summary; False when there is none, or the sum

@@ -11,6 +11,11 @@ attempts that follow an event need no lookup."""
 BOOK_START_CACHE: Final = 50_000
 """Settled books (``_settled``) whose start the repository remembers for date ranges: 8 bytes
 and a key each, so a date range reads the one book it lands in instead of binary-searching."""
+RECENT_CACHE: Final = 100_000
+"""Webhooks whose counter's newest ids (``recent``) the repository remembers from its own
+writes, so keeping them up to date is one write, not a read and a write."""
+BLOCK_CACHE: Final = 100_000
+"""Webhooks whose reserved block of positions (``seq``) the repository remembers."""
 
 
 def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:

@@ -164,10 +164,10 @@ def _status_if_later(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
     }
 
 
-def _newest(kept: str, events: Iterable[Event]) -> str:
-    """``kept`` (``"<created_at ms>:<id>;..."``) with ``events`` added: the ``RECENT_KEEP``
-    newest, newest first."""
-    merged = set(_decode_recent(kept)) | {(_epoch_ms(e.created_at), e.id) for e in events}
+def _newest(kept: str, fresh: Iterable[tuple[int, str]]) -> str:
+    """``kept`` (``"<created_at ms>:<id>;..."``) with ``fresh`` ((created_at ms, id) pairs)
+    added: the ``RECENT_KEEP`` newest, newest first."""
+    merged = set(_decode_recent(kept)) | set(fresh)
     return ";".join(f"{ms}:{i}" for ms, i in sorted(merged, reverse=True)[:RECENT_KEEP])
 
 

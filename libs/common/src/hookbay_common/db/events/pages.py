@@ -24,6 +24,16 @@ class EventPages:
         self._attempts = db[Collections.ATTEMPTS]
         self._located: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._book_starts: OrderedDict[tuple[str, int], datetime] = OrderedDict()
+        self._recent: OrderedDict[str, str] = OrderedDict()
+        self._blocks: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        """Positions reserved per webhook and not used yet: [next, end)."""
+
+    def forget_writes(self) -> None:
+        """Forget what this repository's own writes taught it about webhooks' counters (their
+        reserved positions, their newest ids): when another writer may take over its webhooks
+        (the recorder's partitions moved), its numbers must come from the counter again."""
+        self._recent.clear()
+        self._blocks.clear()
 
     async def top_page(self, webhook_id: str) -> tuple[int, int] | None:
         """(lowest, highest) page the webhook may have events on; ``None``: none recorded."""

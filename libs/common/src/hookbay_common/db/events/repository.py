@@ -11,12 +11,12 @@ from pymongo import ReturnDocument, UpdateOne
 
 from hookbay_common.db.documents import gather_limited
 from hookbay_common.db.events.bulk import Statement, _bulk_write, _insert_or_upsert
-from hookbay_common.db.events.caches import LOCATE_CACHE, _keep
+from hookbay_common.db.events.caches import BLOCK_CACHE, LOCATE_CACHE, _keep
 from hookbay_common.db.events.counting import EventCounts
 from hookbay_common.db.events.layout import (
     PAGE_SIZE,
     ExpiredPage,
-    _newest,
+    _epoch_ms,
     _status_if_later,
     event_body_document,
     event_from_documents,
@@ -24,7 +24,7 @@ from hookbay_common.db.events.layout import (
     latest_attempts,
 )
 from hookbay_common.db.events.listing import EventListing
-from hookbay_common.db.events.summaries import _Changes, _heal_at
+from hookbay_common.db.events.summaries import PendingSummaries, _heal_at
 from hookbay_common.models import Attempt, Event, EventStatus
 
 if TYPE_CHECKING:
@@ -53,28 +53,36 @@ class EventRepository(EventListing, EventCounts):
         ``outcomes`` (``latest_attempts`` of the same batch) lets a new event be stored with the
         status its latest attempt gives it, saving the status update: the ids of the events so
         stored are returned, for ``apply_attempts(settled=...)``."""
-        changes = _Changes()
+        changes = PendingSummaries()
         settled = await self._store(events, outcomes or {}, changes)
-        await self._summarise(changes)
+        await self.summarise(changes)
         return settled
 
     async def record_batch(
-        self, attempts: AttemptRepository, new_events: list[Event], new_attempts: list[Attempt]
+        self,
+        attempts: AttemptRepository,
+        new_events: list[Event],
+        new_attempts: list[Attempt],
+        pending: PendingSummaries | None = None,
     ) -> None:
         """Store one recorder batch: the events first (they get their pages, which the attempts
         then carry; an attempt whose event is not recorded yet gets it later), an event whose
         latest attempt is in the batch (the usual case) straight with its status; then the
         attempts (through ``attempts``), then the other status changes. Idempotent: a batch
-        written again changes nothing."""
-        changes = _Changes()
+        written again changes nothing.
+
+        The summaries it changes are written before it returns, or, with ``pending``, added to
+        it for the caller's ``summarise`` (several batches, one write per page)."""
+        changes = PendingSummaries() if pending is None else pending
         settled = await self._store(new_events, latest_attempts(new_attempts), changes)
         located = await self.locate(a.event_id for a in new_attempts)
         await attempts.upsert_many(new_attempts, located)
         await self._apply(new_attempts, located, settled, changes)
-        await self._summarise(changes)  # once per page, however many writes touched it
+        if pending is None:
+            await self.summarise(changes)  # once per page, however many writes touched it
 
     async def _store(
-        self, events: list[Event], outcomes: Mapping[str, Attempt], changes: _Changes
+        self, events: list[Event], outcomes: Mapping[str, Attempt], changes: PendingSummaries
     ) -> set[str]:
         """``upsert_many`` without the summaries, whose changes go to ``changes``."""
         if not events:
@@ -111,6 +119,7 @@ class EventRepository(EventListing, EventCounts):
         late = set(slow)
         for index, (event, head) in enumerate(zip(events, heads, strict=True)):
             place = (event.webhook_id, head["page"])
+            changes.saw(event.webhook_id, _epoch_ms(event.created_at), event.id)
             if index in late:  # met a stored document: its page is recounted
                 changes.exact.add(place)
             else:
@@ -144,41 +153,52 @@ class EventRepository(EventListing, EventCounts):
         return {e.id for i, e in enumerate(events) if i not in late and e.id in outcomes}
 
     async def _allocate(self, events: Sequence[Event]) -> list[int]:
-        """The next ``seq`` of each event's webhook, in order: one ``$inc`` per webhook. A batch
-        written again after a crash wastes its numbers (its events keep their first ones), which
-        only leaves a page short; two writers at once may get the same numbers on FerretDB (see
-        ``top_page``), which only makes a page longer: order within a page is by
+        """The next ``seq`` of each event's webhook, in order. Numbers are reserved up to the
+        end of the page the last one needed falls on, and handed out from memory until they run
+        out: one ``$inc`` per webhook and page, not per batch. The counter is then at the end
+        of the current page, so ``top_page`` stays the page in use.
+
+        Numbers reserved and not used (the process stopped, its partitions moved) are wasted,
+        which only leaves a page short; two writers at once may get the same numbers on
+        FerretDB (see ``top_page``), which only makes a page longer: order within a page is by
         ``created_at``, so nothing is lost or misordered either way."""
         wanted: dict[str, int] = {}
         owner: dict[str, str] = {}
         for event in events:
             wanted[event.webhook_id] = wanted.get(event.webhook_id, 0) + 1
             owner[event.webhook_id] = event.username
-        ends: dict[str, int] = {}
+        given: dict[str, list[int]] = {}
 
         async def take(webhook_id: str, count: int) -> None:
-            doc = await self._counters.find_one_and_update(
-                {"_id": webhook_id},
-                {"$inc": {"seq": count}, "$set": {"username": owner[webhook_id]}},
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
-            )
-            assert doc is not None  # an upsert returning the document after
-            ends[webhook_id] = int(doc["seq"]) - count
-            newest = _newest(
-                doc.get("recent", ""), (e for e in events if e.webhook_id == webhook_id)
-            )
-            # heal a lost update (see ``top_page``): the counter ends at least past these numbers
-            await self._counters.update_one(
-                {"_id": webhook_id}, {"$max": {"seq": int(doc["seq"])}, "$set": {"recent": newest}}
-            )
+            start, end = self._blocks.get(webhook_id, (0, 0))
+            numbers = list(range(start, min(end, start + count)))  # the reserved ones first
+            if len(numbers) < count:
+                start, end = await self._reserve(
+                    webhook_id, owner[webhook_id], count - len(numbers)
+                )
+                numbers += range(start, start + count - len(numbers))
+            given[webhook_id] = numbers
+            _keep(self._blocks, webhook_id, (numbers[-1] + 1, end), BLOCK_CACHE)
 
         await gather_limited(take(w, n) for w, n in wanted.items())  # one counter each
-        seqs = []
-        for event in events:
-            seqs.append(ends[event.webhook_id])
-            ends[event.webhook_id] += 1
-        return seqs
+        handed = {webhook_id: iter(numbers) for webhook_id, numbers in given.items()}
+        return [next(handed[event.webhook_id]) for event in events]
+
+    async def _reserve(self, webhook_id: str, username: str, count: int) -> tuple[int, int]:
+        """Reserve ``count`` numbers and the rest of the page the last falls on: [start, end)."""
+        doc = await self._counters.find_one_and_update(
+            {"_id": webhook_id},
+            {"$inc": {"seq": count}, "$set": {"username": username}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        assert doc is not None  # an upsert returning the document after
+        taken = int(doc["seq"])
+        end = -(-taken // PAGE_SIZE) * PAGE_SIZE
+        # the rest of the page; and heal a lost update (see ``top_page``): the counter ends at
+        # least past these numbers
+        await self._counters.update_one({"_id": webhook_id}, {"$max": {"seq": end}})
+        return taken - count, end
 
     def _remember(self, event_id: str, webhook_id: str, page: int) -> None:
         # one string per webhook
@@ -217,16 +237,16 @@ class EventRepository(EventListing, EventCounts):
 
         One conditional update per event (its latest attempt here); an event not recorded yet
         gets a status stub that its own write completes."""
-        changes = _Changes()
+        changes = PendingSummaries()
         await self._apply(attempts, located, settled, changes)
-        await self._summarise(changes)
+        await self.summarise(changes)
 
     async def _apply(
         self,
         attempts: list[Attempt],
         located: dict[str, tuple[str, int]] | None,
         settled: Set[str],
-        changes: _Changes,
+        changes: PendingSummaries,
     ) -> None:
         """``apply_attempts`` without the summaries, whose changes go to ``changes``."""
         latest = {i: a for i, a in latest_attempts(attempts).items() if i not in settled}
@@ -331,6 +351,8 @@ async def record_batch(
     attempts: AttemptRepository,
     new_events: list[Event],
     new_attempts: list[Attempt],
+    pending: PendingSummaries | None = None,
 ) -> None:
-    """``events.record_batch(attempts, new_events, new_attempts)``: one recorder batch."""
-    await events.record_batch(attempts, new_events, new_attempts)
+    """``events.record_batch(attempts, new_events, new_attempts, pending)``: one recorder
+    batch."""
+    await events.record_batch(attempts, new_events, new_attempts, pending)

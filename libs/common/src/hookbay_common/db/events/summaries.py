@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from hookbay_common.db.events.layout import _STATUSES, PAGE_SIZE
+from hookbay_common.db.events.layout import _STATUSES, PAGE_SIZE, RECENT_KEEP
 from hookbay_common.models import EventStatus
 
 _STATUS_INDEX: Final = {s.value: i for i, s in enumerate(_STATUSES)}
@@ -89,17 +89,38 @@ class _Tally:
 
 
 @dataclass
-class _Changes:
-    """The summaries a batch's writes leave to update: pages whose writes are all known
-    (``tallies``, applied to the stored summary) and pages to recount from their heads
-    (``exact``: a write met a stored document, a page was completed, or a status update found
-    its event already past it: a batch written again)."""
+class PendingSummaries:
+    """What the summaries still owe after writes: pages whose writes are all known
+    (``tallies``, applied to the stored summary), pages to recount from their heads (``exact``:
+    a write met a stored document, a page was completed, or a status update found its event
+    already past it: a batch written again), and the newest event ids of each webhook seen
+    (``recent``, for its counter's ``recent``).
+
+    Written by ``EventRepository.summarise``; several batches may add to one (the recorder
+    writes summaries once a second, not once a batch)."""
 
     tallies: dict[tuple[str, int], _Tally] = field(default_factory=dict)
     exact: set[tuple[str, int]] = field(default_factory=set)
+    recent: dict[str, set[tuple[int, str]]] = field(default_factory=dict)
 
     def tally(self, webhook_id: str, page: int) -> _Tally:
         return self.tallies.setdefault((webhook_id, page), _Tally())
+
+    def saw(self, webhook_id: str, created_ms: int, event_id: str) -> None:
+        kept = self.recent.setdefault(webhook_id, set())
+        kept.add((created_ms, event_id))
+        if len(kept) > 2 * RECENT_KEEP:  # bounded: only the newest are ever written
+            self.recent[webhook_id] = set(sorted(kept, reverse=True)[:RECENT_KEEP])
+
+    def recount_all(self) -> None:
+        """Turn every tally into a recount: after a failed write of the summaries, some may
+        have been added already, and adding them again would count twice; a recount is exact
+        whatever was written."""
+        self.exact |= self.tallies.keys()
+        self.tallies.clear()
+
+    def __bool__(self) -> bool:
+        return bool(self.tallies or self.exact or self.recent)
 
 
 def _heal_at(webhook_id: str) -> int:
