@@ -10,6 +10,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,26 @@ async def store_refuses_writes(stack: Stack) -> None:
     finally:
         await stack.infra.psql("ALTER SYSTEM RESET default_transaction_read_only")
         await stack.infra.psql("SELECT pg_reload_conf()")
+
+
+def _accepted_since(stack: Stack, since: float) -> bool:
+    return len(stack.accepted(since)) > 0
+
+
+def in_turn(*scenarios: Scenario) -> Scenario:
+    """One scenario of several faults, one after the other on one stack, each once the load
+    flows again after the one before: what ``make test`` runs, one stack's start and drain for
+    all of them."""
+
+    async def fault(stack: Stack) -> None:
+        for index, one in enumerate(scenarios):
+            if index:
+                await until(partial(_accepted_since, stack, time.time()), 120, interval=0.05,
+                            what=f"load accepted before {one.name}")  # fmt: skip
+            await one.fault(stack)
+
+    names = ", ".join(s.name for s in scenarios)
+    return Scenario("+".join(s.name for s in scenarios), f"in turn: {names}", fault)
 
 
 SCENARIOS = [
