@@ -71,7 +71,9 @@ class Runtime:
         self.services = Services(stores, settings, self.plans, config=self.config)
         """Every request's services (``deps``), built as the ``hookbay`` commands build theirs."""
         self.tails = self.services.tails(
-            poll_interval=settings.tail_poll_interval, registry=self.registry
+            poll_interval=settings.tail_poll_interval,
+            heartbeat=settings.tail_heartbeat,
+            registry=self.registry,
         )
         """The live-tail feeds of this replica, shared by every open tail."""
         self.replay_runner = ReplayJobRunner(

@@ -226,7 +226,8 @@ def tail(state: CliState, username: str, name: str) -> None:
         followed = await tails.follow(username, name)
         click.echo(f"following {username}/{name}; Ctrl-C to stop", err=True)
         async for item in followed:  # a status change prints the event's line again
-            click.echo(_tail_line(item.event, as_json=state.json))
+            if item.event is not None:
+                click.echo(_tail_line(item.event, as_json=state.json))
 
     # Ctrl-C is how a tail ends: asyncio.run cancels the work (closing the database client)
     # and re-raises the interrupt, which is a normal exit here.

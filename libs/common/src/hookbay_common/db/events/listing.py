@@ -157,6 +157,14 @@ class EventListing(PageBooks):
         found.sort(key=_order)
         return found[:limit]
 
+    async def changed_heads(self, webhook_id: str, change_page: int) -> list[EventRow]:
+        """The heads whose latest recording or status change is on ``change_page``
+        (``hookbay_common.db.events.layout``), in recording order (page, ``created_at``, id)."""
+        query = {"webhook_id": webhook_id, "change_page": change_page}
+        rows = [_row_from_document(doc) async for doc in self._events.find(query, _HEAD_PROJECTION)]
+        rows.sort(key=lambda r: (r.page or 0, r.created_at, r.id))
+        return rows
+
     async def recent_heads(self, username: str, summaries: list[PageSummary]) -> list[EventRow]:
         """The owner's ``RECENT_KEEP`` newest events: from the newest ids each webhook's counter
         keeps (one query, then one look-up per event), or, when some of those are gone

@@ -85,11 +85,14 @@ class EventRepository(EventListing, EventCounts):
         head_upserts: list[list[Statement]] = []
         body_upserts: list[list[Statement]] = []
         for event, seq in zip(events, seqs, strict=True):
-            position: dict[str, Any] = {"seq": seq, "page": seq // PAGE_SIZE}
+            page = seq // PAGE_SIZE
+            position: dict[str, Any] = {"seq": seq, "page": page, "change_page": page}
             head = event_head_document(event)
             body = event_body_document(event)
             settled = (
-                _status_if_later(outcomes[event.id])[1]["$set"] if event.id in outcomes else {}
+                _status_if_later(outcomes[event.id], page)[1]["$set"]
+                if event.id in outcomes
+                else {}
             )
             heads.append({**head, **position, "status": event.initial_status.value, **settled})
             bodies.append({**body, "page": position["page"]})
@@ -234,11 +237,13 @@ class EventRepository(EventListing, EventCounts):
             return
         if located is None:
             located = await self.locate(latest)
+        tops = await self._top_pages({a.webhook_id for a in latest.values()})
 
         async def update(attempt: Attempt) -> None:
             # no projection: FerretDB v1's findAndModify has none (a head is small anyway)
             before = await self._events.find_one_and_update(
-                *_status_if_later(attempt), return_document=ReturnDocument.BEFORE
+                *_status_if_later(attempt, tops[attempt.webhook_id]),
+                return_document=ReturnDocument.BEFORE,
             )
             if before is not None and "page" in before:  # the status it had, the one it has
                 tally = changes.tally(before["webhook_id"], before["page"])
@@ -257,7 +262,20 @@ class EventRepository(EventListing, EventCounts):
                 for a in absent
             ]
             await _bulk_write(self._events, stubs)
-            await _bulk_write(self._events, [UpdateOne(*_status_if_later(a)) for a in absent])
+            await _bulk_write(
+                self._events,
+                [UpdateOne(*_status_if_later(a, tops[a.webhook_id])) for a in absent],
+            )
+
+    async def _top_pages(self, webhook_ids: Iterable[str]) -> dict[str, int]:
+        """Each webhook's top page as its counter gives it (0 before any event): where a status
+        change made now is found by live streams (``change_page``)."""
+        ids = sorted(webhook_ids)
+        docs = await gather_limited(self._counters.find_one({"_id": i}, {"seq": 1}) for i in ids)
+        return {
+            i: max(0, int(d.get("seq", 0)) - 1) // PAGE_SIZE if d else 0
+            for i, d in zip(ids, docs, strict=True)
+        }
 
     async def set_status(self, event_id: str, status: EventStatus) -> None:
         await self._events.update_one({"_id": event_id}, {"$set": {"status": status.value}})
