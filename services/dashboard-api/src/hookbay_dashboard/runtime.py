@@ -69,7 +69,7 @@ class Runtime:
         await self.producer.start()  # connects in the background, replaces itself if wedged
         self.config = ConfigPublisher(self._send, settings.topics.config, self.box)
         self.services = Services(stores, settings, self.plans, config=self.config)
-        """Every request's services (``deps``), built as the ``hookbay`` commands build theirs."""
+        """Every request's services (``deps``), built as the ``hookbay-admin`` commands build theirs."""
         self.tails = self.services.tails(
             poll_interval=settings.tail_poll_interval,
             heartbeat=settings.tail_heartbeat,

@@ -1,6 +1,6 @@
-"""``hookbay events list|replay|export`` and ``hookbay tail``: events from the command line.
+"""``hookbay-admin events list|replay|export`` and ``hookbay-admin tail``: events from the command line.
 
-Like the other ``hookbay`` commands they work on the database directly (``CliState.run``), with
+Like the other ``hookbay-admin`` commands they work on the database directly (``CliState.run``), with
 the owners' services built as the API builds them (``hookbay_dashboard.services``): the same
 rules, errors and output shapes as the dashboard API.
 """
@@ -19,7 +19,7 @@ import click
 
 from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
 
-# Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
+# Only click at import time: `hookbay-admin --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
