@@ -400,10 +400,11 @@ class TestStream:
             await stream.read_until(has(event.id))
         assert stream.ids == [event.id]
         assert before.id not in stream.ids
-        (message,) = stream.messages
+        hello, message = stream.messages
+        assert hello["event"] == "heartbeat"
         assert message["event"] == "event"
         assert Cursor.parse(message["id"]) is not None
-        assert message["retry"] == "3000"
+        assert hello["retry"] == "3000"
         assert json.loads(message["data"]) == {
             "id": event.id,
             "request_id": event.request_id,
@@ -466,9 +467,9 @@ class TestStream:
         headers = {"Last-Event-ID": old}
         path = "/api/v1/webhooks/orders/events/stream"
         async with open_stream(owner.client, path, **headers) as stream:
-            await stream.read_until(lambda s: len(s.messages) >= 1)
-        assert stream.messages[0]["event"] == "gap"
-        assert json.loads(stream.messages[0]["data"])["since"] == isoformat(Cursor.parse(old).at)  # type: ignore[union-attr]
+            await stream.read_until(lambda s: len(s.messages) >= 2)
+        assert stream.messages[1]["event"] == "gap"
+        assert json.loads(stream.messages[1]["data"])["since"] == isoformat(Cursor.parse(old).at)  # type: ignore[union-attr]
 
     async def test_a_status_change_arrives_as_a_status_message(self, hook: Hook) -> None:
         """A pending event shown by the stream, then its successful attempt recorded: one
@@ -479,7 +480,7 @@ class TestStream:
             attempt = create_attempt(pending, status_code=200, latency_ms=4.0)
             await hook.events.apply_attempts([attempt])
             await stream.read_until(lambda s: any(m["event"] == "status" for m in s.messages))
-        first, changed = stream.messages
+        first, changed = [m for m in stream.messages if m["event"] != "heartbeat"]
         assert (first["event"], json.loads(first["data"])["status"]) == ("event", "pending")
         assert changed["event"] == "status"
         assert Cursor.parse(changed["id"]) is not None
@@ -493,7 +494,7 @@ class TestStream:
         async with open_stream(hook.owner.client, hook.stream_path) as stream:
             await stream.read_until(lambda s: len(s.comments) >= 2)
         assert all(c.startswith("ping") for c in stream.comments)
-        assert stream.messages == []
+        assert [m["event"] for m in stream.messages] == ["heartbeat"]  # the first: a cursor
 
     async def test_works_with_the_session_cookie(self, hook: Hook) -> None:
         client, _ = await hook.owner.login()

@@ -164,6 +164,7 @@ class Listener:
         self._recordings: set[asyncio.Task[None]] = set()
         self._record_failed = False
         self._state = ""
+        self._ready = ""
 
     # ------------------------------------------------------------------ running
 
@@ -184,7 +185,7 @@ class Listener:
                 except ApiError as exc:
                     raise Fatal(self._refused(exc)) from None
                 self.cursor = start.last_id
-                self._notice(
+                self._ready = (
                     f"Ready! Forwarding {self.options.webhook} to {self.url} ({start.label}); "
                     "Ctrl-C to quit"
                 )
@@ -301,7 +302,8 @@ class Listener:
                 for message in parser.feed(chunk):
                     if not got:
                         got = True
-                        self._state_change("up", "connected")
+                        self._state_change("up", self._ready or "reconnected")
+                        self._ready = ""
                     await self._queue.put(message)
 
     # ------------------------------------------------------------------ forwarding
@@ -379,13 +381,9 @@ class Listener:
                 "x-hookbay-event-id": detail["id"], "x-hookbay-request-id": detail["request_id"],
                 "x-hookbay-attempt": str(number), "x-hookbay-listen": self.session,
             }  # fmt: skip
-            request = local.build_request(
-                "POST",
-                self.url,
-                content=body,
-                headers=local_headers(detail["request_headers"], extra),
-            )
-            _only_given_headers(request, detail["request_headers"], extra)
+            headers = local_headers(detail["request_headers"], extra)
+            request = local.build_request("POST", self.url, content=body, headers=headers)
+            _only_given_headers(request, headers)
             started = datetime.now(UTC)
             clock = time.perf_counter()
             try:
@@ -522,12 +520,10 @@ class Listener:
         )
 
 
-def _only_given_headers(
-    request: httpx.Request, captured: dict[str, str], extra: dict[str, str]
-) -> None:
-    """Drop the headers httpx adds by itself (Accept, User-Agent, …) that the captured request
-    did not have: the app sees what the sender sent."""
-    given = {n.lower() for n in captured} | set(extra) | {"host", "content-length"}
+def _only_given_headers(request: httpx.Request, headers: list[tuple[str, str]]) -> None:
+    """Drop the headers httpx adds by itself (Accept, Connection, User-Agent, …) that are not
+    in ``headers``: the app sees what the sender sent."""
+    given = {n.lower() for n, _ in headers} | {"host", "content-length"}
     for name in {n.lower() for n in request.headers}:
         if name not in given:
             del request.headers[name]

@@ -58,8 +58,8 @@ async def _messages(items: AsyncIterator[TailItem]) -> AsyncIterator[JSONServerS
                 "`event: status`: a later status change (retry, replay) of an event, `data:` "
                 "the EventSummary; `event: gap` (`data:` `{since, cursor}`): the resume point "
                 "is older than retention, so what changed after it may be gone; "
-                "`event: heartbeat` (`data:` `{at}`) when idle for the server's heartbeat "
-                "interval (15 s by default). Every message's `id:` is a cursor: sent back as "
+                "`event: heartbeat` (`data:` `{at}`) first, then whenever idle for the server's "
+                "heartbeat interval (15 s by default). Every message's `id:` is a cursor: sent back as "
                 "`Last-Event-ID` (or the `last_event_id` parameter), of any age, the stream "
                 "resumes with everything recorded or changed since, events recorded late "
                 "included (some maybe again: de-duplicate by event id)."
@@ -93,7 +93,7 @@ async def stream_events(
     days = runtime.plans.get(plan).retention_days if plan in runtime.plans else None
     events = await tail.follow(
         principal.username, name, last_event_id=last_event_id or resume,
-        retention=timedelta(days=days) if days is not None else None, stop=stopping,
+        retention=timedelta(days=days) if days is not None else None, stop=stopping, hello=True,
     )  # fmt: skip
     return EventSourceResponse(
         _messages(events), ping=PING_SECONDS,

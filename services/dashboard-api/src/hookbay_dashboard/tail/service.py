@@ -209,6 +209,7 @@ class TailService:
         last_event_id: str | None = None,
         retention: timedelta | None = None,
         stop: anyio.Event | None = None,
+        hello: bool = False,
     ) -> AsyncIterator[TailItem]:
         """The webhook's events recorded from now on and their status changes (and changes
         of events shown before the start), oldest first within one read; the iterator ends
@@ -222,7 +223,8 @@ class TailService:
         release) resumes from that event's page.
 
         Awaiting this checks the webhook (``WebhookNotFound``, also for another owner's) and
-        takes the starting point, so an error comes before any streaming."""
+        takes the starting point, so an error comes before any streaming. ``hello``: a
+        ``HEARTBEAT`` comes first, so a client holds a cursor from the start."""
         webhook = await self._webhooks.require(username, webhook_name)
         resume = await self._resume_point(webhook.id, last_event_id)
         feed = self._feeds.get(webhook.id)
@@ -245,7 +247,7 @@ class TailService:
             tail.put(_Publication(_in_order(snapshot), feed.low, feed.low))
         feed.tails.add(tail)
         self.metrics.tails.inc()
-        return self._read(feed, tail, backlog, retention, stop or anyio.Event())
+        return self._read(feed, tail, backlog, retention, stop or anyio.Event(), hello)
 
     async def _resume_point(self, webhook_id: str, last_event_id: str | None) -> Cursor | None:
         if last_event_id is None:
@@ -266,9 +268,12 @@ class TailService:
         backlog: tuple[Cursor, int] | None,
         retention: timedelta | None,
         stop: anyio.Event,
+        hello: bool,
     ) -> AsyncIterator[TailItem]:
         try:
             cursor = Cursor(feed.low if backlog is None else backlog[0].page, utcnow())
+            if hello:
+                yield TailItem(TailKind.HEARTBEAT, cursor)
             if backlog is not None:
                 async for item in self._backlog(feed.webhook_id, tail, *backlog, retention):
                     cursor = item.cursor
