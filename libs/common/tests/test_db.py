@@ -330,12 +330,14 @@ class TestEventRepository:
         webhook_id = new_id(IdPrefix.WEBHOOK)
         first = create_event(webhook_id=webhook_id)
         await events.upsert(first)
-        assert [r.id for r in await events.changed_heads(webhook_id, 0)] == [first.id]
+        assert [(s, r.id) for s, r in await events.changed_heads(webhook_id, 0)] == [(0, first.id)]
         later = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE + 5)]
         await events.upsert_many(later)
         await events.apply_attempts([create_attempt(first, status_code=200)])
-        assert first.id not in {r.id for r in await events.changed_heads(webhook_id, 0)}
-        moved = [r for r in await events.changed_heads(webhook_id, 1) if r.id == first.id]
+        on_first_page = await events.changed_heads(webhook_id, 0)
+        assert [s for s, _ in on_first_page] == list(range(1, PAGE_SIZE))  # recording order
+        assert first.id not in {r.id for _, r in on_first_page}
+        moved = [r for _, r in await events.changed_heads(webhook_id, 1) if r.id == first.id]
         assert [(r.page, r.status) for r in moved] == [(0, EventStatus.SUCCESS)]
 
 

@@ -129,9 +129,13 @@ def _outcome(event: EventRow) -> Outcome:
     return event.status, event.last_status_code, event.next_retry_at
 
 
+Positioned = tuple[int, EventRow]
+"""A head with its ``seq`` (recording order)."""
+
+
 @dataclass(frozen=True)
 class _Publication:
-    changes: list[EventRow]
+    changes: list[Positioned]
     low: int
     """The feed's lowest unsettled page when the changes were read: the cursor while they are
     being sent."""
@@ -174,7 +178,7 @@ class _Feed:
     webhook_id: str
     low: int = 0
     top: int = 0
-    pages: dict[int, list[EventRow]] = field(default_factory=dict)
+    pages: dict[int, list[Positioned]] = field(default_factory=dict)
     below_top_since: dict[int, float] = field(default_factory=dict)
     known: dict[str, Outcome] = field(default_factory=dict)
     tails: set[_Tail] = field(default_factory=set)
@@ -236,7 +240,7 @@ class TailService:
         backlog: tuple[Cursor, int] | None = None
         if resume is None:  # from now: what the window holds is not new to this tail
             for rows in feed.pages.values():
-                for row in rows:
+                for _, row in rows:
                     tail.kind_of(row)
         else:
             backlog = (resume, feed.low)
@@ -287,7 +291,7 @@ class TailService:
                         return
                 if publication is not None:
                     cursor = Cursor(publication.low, utcnow())
-                    for row in publication.changes:
+                    for _, row in publication.changes:
                         kind = tail.kind_of(row)
                         if kind is not None:
                             idle_since = time.monotonic()
@@ -323,7 +327,7 @@ class TailService:
             chunk = range(page, min(until, page + BACKLOG_CHUNK))
             read = await asyncio.gather(*(self._events.changed_heads(webhook_id, p) for p in chunk))
             cursor = Cursor(page, utcnow())
-            for row in _in_order(r for rows in read for r in rows):
+            for _, row in _in_order(r for rows in read for r in rows):
                 kind = tail.kind_of(row)
                 if kind is not None:
                     yield TailItem(kind, cursor, row)
@@ -362,8 +366,8 @@ class TailService:
             *(self._events.changed_heads(feed.webhook_id, p) for p in pages)
         )
         feed.pages = dict(zip(pages, read, strict=True))
-        known = {row.id: _outcome(row) for rows in read for row in rows}
-        changes = [r for rows in read for r in rows if feed.known.get(r.id) != known[r.id]]
+        known = {row.id: _outcome(row) for rows in read for _, row in rows}
+        changes = [p for rows in read for p in rows if feed.known.get(p[1].id) != known[p[1].id]]
         feed.known = known
         low = feed.low
         now = time.monotonic()
@@ -372,7 +376,7 @@ class TailService:
                 feed.below_top_since.setdefault(page, now)
         while feed.low < feed.top and now - feed.below_top_since[feed.low] >= self._settle:
             settled = feed.pages.pop(feed.low, [])
-            for row in settled:
+            for _, row in settled:
                 feed.known.pop(row.id, None)
             del feed.below_top_since[feed.low]
             feed.low += 1
@@ -398,6 +402,7 @@ class TailService:
                 await task
 
 
-def _in_order(rows: Iterable[EventRow]) -> list[EventRow]:
-    """Recording order: page, then ``created_at``, then id."""
-    return sorted(rows, key=lambda r: (r.page or 0, r.created_at, r.id))
+def _in_order(rows: Iterable[Positioned]) -> list[Positioned]:
+    """Recording order: ``seq`` (the order the recorder took the events from Kafka), then
+    ``created_at`` and id (two writers at once can give one number twice)."""
+    return sorted(rows, key=lambda p: (p[0], p[1].created_at, p[1].id))

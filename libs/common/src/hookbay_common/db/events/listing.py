@@ -157,13 +157,17 @@ class EventListing(PageBooks):
         found.sort(key=_order)
         return found[:limit]
 
-    async def changed_heads(self, webhook_id: str, change_page: int) -> list[EventRow]:
+    async def changed_heads(self, webhook_id: str, change_page: int) -> list[tuple[int, EventRow]]:
         """The heads whose latest recording or status change is on ``change_page``
-        (``hookbay_common.db.events.layout``), in recording order (page, ``created_at``, id)."""
+        (``hookbay_common.db.events.layout``), each with its position ``seq``, in recording
+        order (``seq``: the order the recorder took them from Kafka)."""
         query = {"webhook_id": webhook_id, "change_page": change_page}
-        rows = [_row_from_document(doc) async for doc in self._events.find(query, _HEAD_PROJECTION)]
-        rows.sort(key=lambda r: (r.page or 0, r.created_at, r.id))
-        return rows
+        found = [
+            (int(doc.get("seq", 0)), _row_from_document(doc))
+            async for doc in self._events.find(query, _HEAD_PROJECTION)
+        ]
+        found.sort(key=lambda pair: (pair[0], pair[1].created_at, pair[1].id))
+        return found
 
     async def recent_heads(self, username: str, summaries: list[PageSummary]) -> list[EventRow]:
         """The owner's ``RECENT_KEEP`` newest events: from the newest ids each webhook's counter
