@@ -403,18 +403,17 @@ class Listener:
                     return False
                 continue
             except httpx.HTTPError as exc:  # sent; what the app did is unknown
-                self._answered(server, detail, number, started, clock, None, _describe(exc))
+                self._answered(server, detail, started, clock, None, _describe(exc))
                 return True
             if held_since is not None:
                 self._notice(f"the app answers again (held {time.monotonic() - held_since:.0f} s)")
-            self._answered(server, detail, number, started, clock, response, None)
+            self._answered(server, detail, started, clock, response, None)
             return True
 
     def _answered(
         self,
         server: httpx.AsyncClient,
         detail: dict[str, Any],
-        number: int,
         started: datetime,
         clock: float,
         response: httpx.Response | None,
@@ -430,9 +429,9 @@ class Listener:
         else:
             self.tally.failed += 1
         self._line_answer(detail, status, latency, error)
-        if self.options.record:
+        if self.options.record:  # one answer per event and session (held tries never answered)
             answer = {
-                "session_id": self.session, "number": number, "url": self.url,
+                "session_id": self.session, "number": 1, "url": self.url,
                 "started_at": started.isoformat(), "status_code": status, "latency_ms": latency,
                 "error": error[:1000] if error else None,
                 "response_headers": dict(list(response.headers.items())[:50]) if response else {},
