@@ -100,6 +100,8 @@ hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]},
   health:     http://127.0.0.1:{env.get("HOOKBAY_INGEST_PORT", "8080")}/readyz  (metrics: /metrics)
   events:     curl -sS -H 'Authorization: Bearer {demo["token"] or "<token>"}' {dashboard}/api/v1/webhooks/{demo["webhook"]}/events
   manage:     .venv/bin/hookbay-admin webhook list demo    (.venv/bin/hookbay-admin tail demo {demo["webhook"]})
+  listen:     .venv/bin/hookbay login --server {dashboard} --token <the API token>
+              .venv/bin/hookbay listen {demo["webhook"]} --forward-to localhost:3000
   stop:       Ctrl-C
 """
 
