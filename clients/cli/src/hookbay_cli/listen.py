@@ -62,6 +62,10 @@ QUEUE_SIZE: Final = 1000
 RECORD_TRIES: Final = 3
 
 
+class _Stopped(Exception):
+    """Stopped (Ctrl-C) while waiting for the server: the event is left unhandled."""
+
+
 class Fatal(Exception):
     """A reason to end with exit status 2 (401/403/404, or a --since that names nothing)."""
 
@@ -320,7 +324,11 @@ class Listener:
                 getting.cancel()
                 return
             message = getting.result()
-            if await self._handle(server, local, start, message):
+            try:
+                done = await self._handle(server, local, start, message)
+            except _Stopped:
+                return
+            if done:
                 self.cursor = message.last_id or self.cursor
 
     async def _handle(
@@ -367,7 +375,12 @@ class Listener:
             except (httpx.HTTPError, OSError):
                 pass
             failures += 1
-            await asyncio.sleep(min(self.options.backoff_max, self.options.backoff_min * failures))
+            delay = min(self.options.backoff_max, self.options.backoff_min * failures)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self.stop.wait()
+            if self.stop.is_set():
+                raise _Stopped
 
     async def _forward_one(
         self, server: httpx.AsyncClient, local: httpx.AsyncClient, detail: dict[str, Any]

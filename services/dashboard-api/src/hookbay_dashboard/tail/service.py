@@ -249,9 +249,10 @@ class TailService:
                 r for p, rows in sorted(feed.pages.items()) if p >= resume.page for r in rows
             ]
             tail.put(_Publication(_in_order(snapshot), feed.low, feed.low))
+        first = Cursor(feed.low if resume is None else resume.page, utcnow())
         feed.tails.add(tail)
         self.metrics.tails.inc()
-        return self._read(feed, tail, backlog, retention, stop or anyio.Event(), hello)
+        return self._read(feed, tail, first, backlog, retention, stop or anyio.Event(), hello)
 
     async def _resume_point(self, webhook_id: str, last_event_id: str | None) -> Cursor | None:
         if last_event_id is None:
@@ -269,13 +270,14 @@ class TailService:
         self,
         feed: _Feed,
         tail: _Tail,
+        cursor: Cursor,
         backlog: tuple[Cursor, int] | None,
         retention: timedelta | None,
         stop: anyio.Event,
         hello: bool,
     ) -> AsyncIterator[TailItem]:
+        """``cursor``: where the tail started (taken with its first publications)."""
         try:
-            cursor = Cursor(feed.low if backlog is None else backlog[0].page, utcnow())
             if hello:
                 yield TailItem(TailKind.HEARTBEAT, cursor)
             if backlog is not None:
