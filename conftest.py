@@ -40,7 +40,7 @@ def mongo_url(worker_id: str) -> Iterator[str]:
 def env(mongo_url: str, worker_id: str) -> dict[str, str]:
     """The ``HOOKBAY_*`` environment of a process under test (CLI, services). Each worker of
     each run has its own topic namespace: no test consumes another test's messages. Its
-    topics are made here, as ``hookbay migrate`` makes them for a deployment: a configuration
+    topics are made here, as ``hookbay-admin migrate`` makes them for a deployment: a configuration
     change published to a topic that does not exist waits out the publisher's 5 s timeout
     (every CLI command and API call that changes a user or a webhook did)."""
     values = {

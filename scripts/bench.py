@@ -214,7 +214,7 @@ def wait_port(port: int, process: ServiceProcess, timeout: float = 30.0) -> None
 
 
 def cli(env: dict[str, str], *args: str, exists_ok: bool = False) -> None:
-    hookbay = str(Path(sys.executable).parent / "hookbay")
+    hookbay = str(Path(sys.executable).parent / "hookbay-admin")
     res = subprocess.run(
         [hookbay, *args],
         cwd=ROOT,

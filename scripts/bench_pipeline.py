@@ -253,7 +253,7 @@ class Stack:
         return int(got["unique"])
 
 
-# run by the stack's interpreter, with its packages: the ``hookbay`` commands' own services
+# run by the stack's interpreter, with its packages: the ``hookbay-admin`` commands' own services
 # (``accounts_for``, ``webhooks_for``) in one process, without a process per call
 PROVISION = """
 import json, sys
@@ -278,7 +278,7 @@ def provision(stack: Stack, owners: list[str]) -> None:
         "owners": owners, "webhook": WEBHOOK,
         "forward": f"http://{HOST}:{stack.receiver_port}/o/",
     })  # fmt: skip
-    hookbay = str(stack.python.parent / "hookbay")
+    hookbay = str(stack.python.parent / "hookbay-admin")
     # the topics first: the change log must exist for the commands to publish to it
     subprocess.run([hookbay, "migrate"], env=stack.env, check=True, timeout=600)
     subprocess.run(

@@ -60,7 +60,7 @@ BEGIN = (
 )
 END = "<!-- bench:verification:end -->"
 HEADING = "## Provider verification cost"
-HOOKBAY = Path(sys.executable).parent / "hookbay"
+HOOKBAY = Path(sys.executable).parent / "hookbay-admin"
 DB = "hookbay_bench_verification"
 USER = "verifybench"
 SCHEMES = ("stripe", "hookbay")

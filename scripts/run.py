@@ -57,7 +57,7 @@ SERVICES: list[tuple[str, list[str], str, int]] = [
 
 def environment() -> dict[str, str]:
     """The caller's environment plus the checkout's local settings for whatever it leaves unset
-    (the same values the ``hookbay`` command falls back on: ``hookbay_common.localenv``)."""
+    (the same values the ``hookbay-admin`` command falls back on: ``hookbay_common.localenv``)."""
     env = dict(os.environ)
     env.update(local_defaults(ROOT, env, create_key=True))
     if sys.stderr.isatty():  # the services log to this stderr: readable lines for a person
@@ -78,7 +78,10 @@ def banner(env: dict[str, str], demo: dict[str, object]) -> str:
     public = env.get("HOOKBAY_PUBLIC_URL", "http://127.0.0.1:8080").rstrip("/")
     body = '{"order_id": 1234, "status": "paid"}'
     signature = hmac.new(str(demo["secret"]).encode(), body.encode(), hashlib.sha256).hexdigest()
-    token = demo["token"] or "(issued on the first run; `hookbay token create demo` for a new one)"
+    token = (
+        demo["token"]
+        or "(issued on the first run; `hookbay-admin token create demo` for a new one)"
+    )
     started = ", ".join(name for name, *_ in SERVICES) or "none yet"
     dashboard = f"http://127.0.0.1:{env.get('HOOKBAY_DASHBOARD_PORT', '8081')}"
     return f"""
@@ -96,7 +99,9 @@ hookbay is running (services: {started}; Kafka {env["HOOKBAY_KAFKA_BOOTSTRAP"]},
 
   health:     http://127.0.0.1:{env.get("HOOKBAY_INGEST_PORT", "8080")}/readyz  (metrics: /metrics)
   events:     curl -sS -H 'Authorization: Bearer {demo["token"] or "<token>"}' {dashboard}/api/v1/webhooks/{demo["webhook"]}/events
-  manage:     .venv/bin/hookbay webhook list demo    (.venv/bin/hookbay tail demo {demo["webhook"]})
+  manage:     .venv/bin/hookbay-admin webhook list demo    (.venv/bin/hookbay-admin tail demo {demo["webhook"]})
+  listen:     .venv/bin/hookbay login --server {dashboard} --token <the API token>
+              .venv/bin/hookbay listen {demo["webhook"]} --forward-to localhost:3000
   stop:       Ctrl-C
 """
 
@@ -167,7 +172,7 @@ def main() -> int:
     subprocess.run([str(INFRA), "up"], check=True, env=env)
     status = 1
     try:
-        subprocess.run([str(BIN / "hookbay"), "migrate"], check=True, env=env)
+        subprocess.run([str(BIN / "hookbay-admin"), "migrate"], check=True, env=env)
         seeded = subprocess.run(
             [sys.executable, str(ROOT / "scripts" / "seed_demo.py")],
             check=True, env=env, capture_output=True, text=True,

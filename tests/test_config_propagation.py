@@ -84,7 +84,7 @@ async def dashboard(env: dict[str, str]) -> AsyncIterator[Dashboard]:
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(Path(sys.executable).parent / "hookbay"), *args],
+        [str(Path(sys.executable).parent / "hookbay-admin"), *args],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 

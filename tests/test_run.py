@@ -216,7 +216,7 @@ class TestRun:
 class TestPrintedCommands:
     def test_the_printed_cli_command_works_in_a_new_shell(self) -> None:
         """`make run` with no application setting (only where its infrastructure runs, which
-        `make test` moves), then the printed `hookbay` command in a new shell with nothing set
+        `make test` moves), then the printed `hookbay-admin` command in a new shell with nothing set
         but that: the CLI finds the same local settings (ports, the checkout's key)."""
         infra = {k: v for k, v in os.environ.items() if k.startswith("HOOKBAY_INFRA_")}
         shell = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), **infra}
@@ -236,7 +236,7 @@ class TestPrintedCommands:
             output = read_until(proc, "stop:       Ctrl-C")
         finally:
             output += stop(proc)
-        command = re.search(r"manage:\s+(\S+hookbay webhook list demo)", output)
+        command = re.search(r"manage:\s+(\S+hookbay-admin webhook list demo)", output)
         assert command is not None, output
         done = subprocess.run(
             command.group(1).split(), env=shell, cwd=ROOT, capture_output=True, text=True,
@@ -261,5 +261,7 @@ class TestPrintedCommands:
             capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
         )  # fmt: skip
         assert done.returncode == 1
-        assert done.stderr.startswith("hookbay: invalid settings: HOOKBAY_SECRET_KEY is not set")
+        assert done.stderr.startswith(
+            "hookbay-admin: invalid settings: HOOKBAY_SECRET_KEY is not set"
+        )
         assert "Traceback" not in done.stderr

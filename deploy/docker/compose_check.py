@@ -1,6 +1,6 @@
 """`make compose-check`'s end-to-end part, against a running compose stack (compose-check.sh).
 
-1. an owner and a webhook forwarding to the receiver container, made with the `hookbay` CLI
+1. an owner and a webhook forwarding to the receiver container, made with the `hookbay-admin` CLI
 2. a signed webhook sent to ingest: 200, forwarded to the receiver, listed by the dashboard API
 3. 40 more events while the forwarder is restarted: every one forwarded and listed, none lost
 4. /metrics of every role (retention: its textfile export) saved for deploy-check's name check
@@ -42,7 +42,7 @@ class Stack:
 
     def cli(self, *argv: str, stdin: str | None = None) -> Any:
         out = self.compose(
-            "exec", "-T", "dashboard", "hookbay-role", "hookbay", "--json", *argv, stdin=stdin
+            "exec", "-T", "dashboard", "hookbay-role", "hookbay-admin", "--json", *argv, stdin=stdin
         )
         return json.loads(out)
 

@@ -65,7 +65,7 @@ base() { # flavour packages -> echoes the image name
 }
 
 source_key() { # hash of what the virtualenv is built from (the built SPA included: it is package data)
-  (cd "$ROOT" && find uv.lock pyproject.toml libs services -type f \
+  (cd "$ROOT" && find uv.lock pyproject.toml libs services clients -type f \
       \( -name '*.py' -o -name '*.toml' -o -name '*.yaml' -o -name '*.lock' -o -name '*.typed' \
          -o -path '*/hookbay_dashboard/static/*' \) \
       -not -path '*/tests/*' -not -path '*/__pycache__/*' -not -path '*/node_modules/*' -print0 | sort -z | xargs -0 sha256sum) |
@@ -85,7 +85,7 @@ venv() { # -> a relocatable virtualenv at $IMAGES/app/venv
   # hookbay_common lacked a repository added since the last build)
   local members
   members=$(cd "$ROOT" && sed -n 's/^name = "\(hookbay-[a-z-]*\)"$/--refresh-package \1/p' \
-    libs/*/pyproject.toml services/*/pyproject.toml)
+    libs/*/pyproject.toml services/*/pyproject.toml clients/*/pyproject.toml)
   # shellcheck disable=SC2086  # one word per option
   (cd "$ROOT" && UV_PROJECT_ENVIRONMENT="$dir" "$UV" sync -q --frozen --no-dev --no-editable \
     --all-packages --compile-bytecode --python /usr/bin/python3 $members)

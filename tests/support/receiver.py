@@ -89,8 +89,9 @@ class _Server(uvicorn.Server):
 
 
 @contextlib.asynccontextmanager
-async def serve_receiver() -> AsyncIterator[Receiver]:
-    receiver = Receiver()
+async def serve_receiver(receiver: Receiver | None = None) -> AsyncIterator[Receiver]:
+    """Serve ``receiver`` (a new one by default; one made earlier keeps its port and paths)."""
+    receiver = receiver or Receiver()
     config = uvicorn.Config(
         receiver, host="127.0.0.1", port=receiver.port, log_config=None, access_log=False,
         lifespan="off", timeout_graceful_shutdown=1,

@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-HOOKBAY = os.path.join(os.path.dirname(sys.executable), "hookbay")
+HOOKBAY = os.path.join(os.path.dirname(sys.executable), "hookbay-admin")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

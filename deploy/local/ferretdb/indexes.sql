@@ -2,7 +2,7 @@
 -- tables FerretDB makes, so the equality filters FerretDB pushes down as `_jsonb->'f' @> '"v"'`
 -- are served by an index instead of a scan (../../../docs/ferretdb-backends.md; FerretDB's own
 -- btree indexes, made for `createIndexes`, can never serve `@>`). Real MongoDB needs none of this:
--- the indexes `hookbay migrate` declares serve the same queries there.
+-- the indexes `hookbay-admin migrate` declares serve the same queries there.
 --
 -- Applied by deploy/local/infra.sh to the `ferretdb` database every time PostgreSQL starts:
 -- idempotent. An event trigger gives every table FerretDB creates later its indexes at once, in

@@ -323,6 +323,23 @@ class TestEventRepository:
         limited = await events.recent_for_webhook(webhook_id, base, limit=2)
         assert [e.id for e in limited] == [e.id for e in made[:2]]
 
+    async def test_changed_heads_follow_recordings_then_status_changes(self, db: Database) -> None:
+        """A head is on the change page it was recorded on until its status changes, then on
+        its webhook's top page of that moment (where a live stream that moved on finds it)."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        first = create_event(webhook_id=webhook_id)
+        await events.upsert(first)
+        assert [(s, r.id) for s, r in await events.changed_heads(webhook_id, 0)] == [(0, first.id)]
+        later = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE + 5)]
+        await events.upsert_many(later)
+        await events.apply_attempts([create_attempt(first, status_code=200)])
+        on_first_page = await events.changed_heads(webhook_id, 0)
+        assert [s for s, _ in on_first_page] == list(range(1, PAGE_SIZE))  # recording order
+        assert first.id not in {r.id for _, r in on_first_page}
+        moved = [r for _, r in await events.changed_heads(webhook_id, 1) if r.id == first.id]
+        assert [(r.page, r.status) for r in moved] == [(0, EventStatus.SUCCESS)]
+
 
 class TestAttemptRepository:
     async def test_upsert_and_list_in_order(self, db: Database) -> None:

@@ -1,4 +1,4 @@
-"""Every ``hookbay user|token|webhook`` command and error path, against the real database."""
+"""Every ``hookbay-admin user|token|webhook`` command and error path, against the real database."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def fails(result: Result, message: str, code: int = 1) -> None:
     assert "Traceback" not in result.output
     if code == 1:
         assert result.stderr.count("\n") == 1
-        assert result.stderr.startswith("hookbay: ")
+        assert result.stderr.startswith("hookbay-admin: ")
 
 
 @pytest.fixture
@@ -445,10 +445,10 @@ class TestEnvironmentErrors:
 
 
 class TestConsoleScript:
-    """The installed ``hookbay`` executable, as a person runs it."""
+    """The installed ``hookbay-admin`` executable, as a person runs it."""
 
     def run(self, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-        script = os.path.join(os.path.dirname(sys.executable), "hookbay")
+        script = os.path.join(os.path.dirname(sys.executable), "hookbay-admin")
         return subprocess.run(
             [script, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=60
         )
@@ -462,7 +462,7 @@ class TestConsoleScript:
     def test_error_is_one_line_without_traceback(self, env: dict[str, str]) -> None:
         result = self.run(env, "user", "set-plan", "nobody-here", "pro")
         assert result.returncode == 1
-        assert result.stderr == "hookbay: no user named 'nobody-here'\n"
+        assert result.stderr == "hookbay-admin: no user named 'nobody-here'\n"
 
     def test_usage_error_exits_2(self, env: dict[str, str]) -> None:
         result = self.run(env, "webhook", "create")

@@ -887,3 +887,52 @@ class TestOverview:
         made = await store(dashboard, hook, [S] * 12)
         body = (await owner.client.get("/api/v1/overview")).json()
         assert ids(body["recent_events"]) == newest_first(made)[:10]
+
+
+class TestListenAttempts:
+    """``POST /events/{id}/attempts``: a local answer seen by ``hookbay listen``."""
+
+    def answer(self, **overrides: Any) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "session_id": "lst_0123456789", "number": 1, "url": "http://localhost:3000/hook",
+            "started_at": isoformat(utcnow()), "status_code": 201, "latency_ms": 4.5,
+            "response_headers": {"content-type": "text/plain"},
+            "response_body": base64.b64encode(b"x" * 70_000).decode(),
+        }  # fmt: skip
+        return {**fields, **overrides}
+
+    async def test_recorded_once_with_trigger_listen_and_the_status_kept(
+        self, dashboard: Dashboard
+    ) -> None:
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        (event,) = await store(dashboard, hook, [P])
+        path = f"/api/v1/events/{event.id}/attempts"
+        first = await owner.client.post(path, json=self.answer())
+        again = await owner.client.post(path, json=self.answer())
+        assert (first.status_code, again.status_code) == (201, 201)
+        assert first.json()["id"] == again.json()["id"]
+        attempt = first.json()
+        assert (attempt["trigger"], attempt["status_code"], attempt["number"]) == ("listen", 201, 1)
+        assert attempt["response_body_truncated"] is True
+        assert attempt["response_body"] == "x" * 64 * 1024  # UTF-8 text, as the detail shows it
+        detail = (await owner.client.get(f"/api/v1/events/{event.id}")).json()
+        assert [a["trigger"] for a in detail["attempts"]] == ["listen"]
+        assert detail["status"] == "pending"  # a laptop's answer is not a delivery
+        assert (await page(owner, hook.name))["items"][0]["status"] == "pending"
+
+    async def test_another_owners_event_is_404_and_bad_bodies_are_refused(
+        self, dashboard: Dashboard
+    ) -> None:
+        owner, stranger = await dashboard.owner(), await dashboard.owner()
+        (event,) = await store(dashboard, await hook_of(dashboard, owner), [P])
+        path = f"/api/v1/events/{event.id}/attempts"
+        response = await stranger.client.post(path, json=self.answer())
+        assert response.status_code == 404
+        assert (
+            await owner.client.post(path, json=self.answer(response_body="%%"))
+        ).status_code == 400
+        bad_session = self.answer(session_id="../../x")
+        assert (await owner.client.post(path, json=bad_session)).status_code == 422
+        async with dashboard.client() as anonymous:
+            assert (await anonymous.post(path, json=self.answer())).status_code == 401

@@ -1,4 +1,4 @@
-"""``hookbay events list|replay|export`` and ``hookbay tail`` against the real database and
+"""``hookbay-admin events list|replay|export`` and ``hookbay-admin tail`` against the real database and
 Kafka: click's runner (in a thread, since each command runs its own event loop) for most, the
 installed console script in a real process for the tail and the export's progress bar."""
 
@@ -53,7 +53,7 @@ def ok_json(result: Result) -> Any:
 
 def fails(result: Result, message: str) -> None:
     assert result.exit_code == 1, result.output
-    assert result.stderr.startswith("hookbay: ")
+    assert result.stderr.startswith("hookbay-admin: ")
     assert result.stderr.count("\n") == 1
     assert message in result.stderr
     assert "Traceback" not in result.output
@@ -170,7 +170,7 @@ class TestEventsList:
         )
         result = await hookbay("events", "list", hook.username, "orders", "--cursor", "forged")
         assert result.exit_code == 1
-        assert result.stderr.startswith("hookbay: ")
+        assert result.stderr.startswith("hookbay-admin: ")
 
     async def test_usage_errors_exit_2(self, hookbay: Invoke, hook: Hook) -> None:
         for args in (["--status", "delivered"], ["--limit", "0"]):
@@ -279,7 +279,7 @@ class TestEventsReplay:
         )
         result = await hookbay("events", "replay", rejected.id)
         assert result.exit_code == 1
-        assert result.stderr.startswith("hookbay: ")
+        assert result.stderr.startswith("hookbay-admin: ")
 
     async def test_unreachable_kafka(self, hookbay: Invoke, hook: Hook) -> None:
         (event,) = await hook.record(hook.event())

@@ -1,4 +1,4 @@
-"""``hookbay_dashboard.services``: the ``hookbay`` commands get the services the API builds."""
+"""``hookbay_dashboard.services``: the ``hookbay-admin`` commands get the services the API builds."""
 
 from __future__ import annotations
 

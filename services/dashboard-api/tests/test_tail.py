@@ -21,11 +21,12 @@ from prometheus_client import CollectorRegistry
 from hookbay_common.clock import isoformat, utcnow
 from hookbay_common.db import EventRepository, WebhookRepository
 from hookbay_common.db.client import Database
+from hookbay_common.db.events.layout import PAGE_SIZE
 from hookbay_common.errors import WebhookNotFound
-from hookbay_common.models import Event, EventStatus
+from hookbay_common.models import Event, EventRow, EventStatus
 from hookbay_common.secrets_box import SecretBox
 from hookbay_dashboard.tail import routes as tail_routes
-from hookbay_dashboard.tail.service import TailKind, TailService
+from hookbay_dashboard.tail.service import Cursor, Gap, TailItem, TailKind, TailService
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
 from tests.support.factories import TEST_SECRET_KEY, create_attempt, create_event, create_webhook
 from tests.support.processes import service_process
@@ -139,7 +140,7 @@ class TestTailService:
         await events.upsert(_like(template))
         stream = await tail.follow(template.username, template.webhook_name)
         await events.upsert(template)
-        assert (await anext(stream)).event.id == template.id
+        assert row(await anext(stream)).id == template.id
 
     async def test_events_of_one_millisecond_all_arrive(
         self, setup: tuple[TailService, EventRepository, Event]
@@ -149,33 +150,25 @@ class TestTailService:
         stream = await tail.follow(template.username, template.webhook_name)
         made = [_like(template) for _ in range(7)]
         await events.upsert_many(made)
-        got = [(await anext(stream)).event for _ in made]
+        got = [row(await anext(stream)) for _ in made]
         assert sorted(e.id for e in got) == sorted(e.id for e in made)
 
-    async def test_an_event_recorded_later_than_the_lookback_is_not_emitted(
-        self, db: Database, setup: tuple[TailService, EventRepository, Event]
-    ) -> None:
-        _, events, template = setup
-        tail = TailService(
-            WebhookRepository(db, SecretBox(TEST_SECRET_KEY)), events,
-            poll_interval=POLL, lookback=timedelta(seconds=5),
-        )  # fmt: skip
-        stream = await tail.follow(template.username, template.webhook_name)
-        await events.upsert(_like(template, created_at=utcnow() - timedelta(seconds=30)))
-        fresh = _like(template, created_at=utcnow() - timedelta(seconds=2))
-        await events.upsert(fresh)
-        assert (await anext(stream)).event.id == fresh.id
-
-    async def test_resumes_after_a_last_event_id(
+    async def test_resumes_from_a_cursor_with_the_events_recorded_since(
         self, setup: tuple[TailService, EventRepository, Event]
     ) -> None:
         tail, events, template = setup
+        seen = _like(template)
+        await events.upsert(seen)
+        cursor = await _cursor_after(tail, template, seen.id)
         made = [_like(template, created_at=utcnow() - timedelta(seconds=3 - i)) for i in range(3)]
         await events.upsert_many(made)
         stream = await tail.follow(
-            template.username, template.webhook_name, last_event_id=made[0].id
+            template.username, template.webhook_name, last_event_id=cursor.encode()
         )
-        assert [(await anext(stream)).event.id for _ in range(2)] == [made[1].id, made[2].id]
+        got = [await anext(stream) for _ in range(4)]
+        # the cursor's page again (``seen`` with it: clients de-duplicate), in recording order
+        assert [row(i).id for i in got] == [seen.id, *(e.id for e in made)]
+        assert {i.kind for i in got} == {TailKind.EVENT}
 
     async def test_status_changes_are_pushed_once(
         self, setup: tuple[TailService, EventRepository, Event]
@@ -185,14 +178,14 @@ class TestTailService:
         pending = _like(template, forward_url="http://127.0.0.1:9/h", created_at=utcnow())
         await events.upsert(pending)
         first = await anext(stream)
-        assert (first.kind, first.event.status) == (TailKind.EVENT, EventStatus.PENDING)
+        assert (first.kind, row(first).status) == (TailKind.EVENT, EventStatus.PENDING)
         await events.apply_attempts([create_attempt(pending, status_code=200, latency_ms=3.0)])
         changed = await anext(stream)
-        assert (changed.kind, changed.event.id) == (TailKind.STATUS, pending.id)
-        assert (changed.event.status, changed.event.last_status_code) == (EventStatus.SUCCESS, 200)
+        assert (changed.kind, row(changed).id) == (TailKind.STATUS, pending.id)
+        assert (row(changed).status, row(changed).last_status_code) == (EventStatus.SUCCESS, 200)
         later = _like(template, created_at=utcnow())
         await events.upsert(later)
-        assert (await anext(stream)).event.id == later.id  # the status change came only once
+        assert row(await anext(stream)).id == later.id  # the status change came only once
 
     async def test_tails_of_one_webhook_share_one_feed(
         self, setup: tuple[TailService, EventRepository, Event], db: Database
@@ -211,17 +204,182 @@ class TestTailService:
         made = _like(template, created_at=utcnow())
         await events.upsert(made)
         for stream in streams:
-            assert (await anext(stream)).event.id == made.id
+            assert row(await anext(stream)).id == made.id
         assert (gauge("hookbay_dashboard_tail_feeds"), gauge("hookbay_dashboard_tails")) == (1, 20)
         for stream in streams:
             await stream.aclose()  # type: ignore[attr-defined]
         assert gauge("hookbay_dashboard_tails") == 0
         await until(lambda: gauge("hookbay_dashboard_tail_feeds") == 0)  # the feed stops
 
+    async def test_an_event_id_as_last_event_id_resumes_from_its_page(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        """A client of an earlier release sends an event id: the stream goes on from that
+        event's page (what it saw again, then what is new), nothing skipped."""
+        tail, events, template = setup
+        first, second = _like(template), _like(template)
+        await events.upsert_many([first, second])
+        stream = await tail.follow(template.username, template.webhook_name, last_event_id=first.id)
+        assert [row(await anext(stream)) for _ in range(2)] != []
+        third = _like(template)
+        await events.upsert(third)
+        item = await anext(stream)
+        assert (item.kind, item.event and item.event.id) == (TailKind.EVENT, third.id)
+
+    async def test_idle_streams_send_heartbeats_with_the_cursor(
+        self, db: Database, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        _, events, template = setup
+        tail = _service(db, events, heartbeat=0.1)
+        stream = await tail.follow(template.username, template.webhook_name)
+        beat = await anext(stream)
+        assert (beat.kind, beat.event) == (TailKind.HEARTBEAT, None)
+        assert Cursor.parse(beat.cursor.encode()) == beat.cursor
+
     async def test_unknown_webhook(self, setup: tuple[TailService, EventRepository, Event]) -> None:
         tail, _, template = setup
         with pytest.raises(WebhookNotFound):
             await tail.follow(template.username, "nope")
+
+
+class TestResume:
+    """Resuming from a cursor of any age: the change pages since are read back."""
+
+    @pytest.fixture
+    async def setup(self, db: Database) -> tuple[TailService, EventRepository, Event]:
+        webhooks = WebhookRepository(db, SecretBox(TEST_SECRET_KEY))
+        webhook = await webhooks.create(create_webhook())
+        events = EventRepository(db)
+        template = create_event(
+            webhook_id=webhook.id, username=webhook.username, webhook_name=webhook.name
+        )
+        return _service(db, events), events, template
+
+    async def test_an_event_recorded_five_minutes_after_it_arrived(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        """Recorded after the client's cursor, received five minutes before: it arrives, as
+        an event (the old tail's 60-second window never showed it)."""
+        tail, events, template = setup
+        await _fill_pages(events, template, 2)  # the cursor's page is settled below the top
+        cursor = await _cursor_after(tail, template, None)
+        late = _like(template, created_at=utcnow() - timedelta(minutes=5))
+        await events.upsert(late)
+        stream = await tail.follow(
+            template.username, template.webhook_name, last_event_id=cursor.encode()
+        )
+        item = await _next_about(stream, late.id)
+        assert item.kind is TailKind.EVENT
+
+    async def test_a_status_change_ten_minutes_later_on_a_settled_page(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        """An event shown, pages recorded above it, then its retry succeeds ten minutes on
+        (the client's cursor dates from then): the resumed stream sends the new status."""
+        tail, events, template = setup
+        pending = _like(template, created_at=utcnow() - timedelta(minutes=10))
+        await events.upsert(pending)
+        await _fill_pages(events, template, 2)
+        cursor = await _cursor_after(tail, template, None)
+        written = Cursor(cursor.page, utcnow() - timedelta(minutes=10))
+        await events.apply_attempts([create_attempt(pending, status_code=200, number=2)])
+        stream = await tail.follow(
+            template.username, template.webhook_name, last_event_id=written.encode(),
+            retention=timedelta(days=1),
+        )  # fmt: skip
+        item = await _next_about(stream, pending.id)
+        assert item.kind is TailKind.STATUS
+        assert row(item).status is EventStatus.SUCCESS
+
+    async def test_a_resume_point_older_than_retention_is_a_gap(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        tail, events, template = setup
+        kept = _like(template)
+        await events.upsert(kept)
+        old = Cursor(0, utcnow() - timedelta(days=31))
+        stream = await tail.follow(
+            template.username, template.webhook_name, last_event_id=old.encode(),
+            retention=timedelta(days=30),
+        )  # fmt: skip
+        gap = await anext(stream)
+        assert gap.kind is TailKind.GAP
+        assert gap.gap == Gap(old.at, 0)
+        assert (await _next_about(stream, kept.id)).kind is TailKind.EVENT  # then what is kept
+
+    async def test_a_resume_page_retention_deleted_is_a_gap(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        tail, events, template = setup
+        await _fill_pages(events, template, 2)
+        async for expired in events.expired_pages(template.username, utcnow()):
+            if expired.page == 0:
+                await events.delete_page(expired)
+        stream = await tail.follow(
+            template.username, template.webhook_name, last_event_id=Cursor(0, utcnow()).encode()
+        )
+        gap = await anext(stream)
+        assert gap.kind is TailKind.GAP
+        assert gap.gap is not None
+        assert gap.gap.resumed_page == 1
+
+    async def test_what_was_sent_before_the_cursor_is_not_sent_again(
+        self, setup: tuple[TailService, EventRepository, Event]
+    ) -> None:
+        tail, events, template = setup
+        made = await _fill_pages(events, template, 2)
+        cursor = await _cursor_after(tail, template, None)
+        fresh = _like(template)
+        await events.upsert(fresh)
+        stream = await tail.follow(
+            template.username, template.webhook_name, last_event_id=cursor.encode()
+        )
+        item = await anext(stream)
+        assert row(item).id not in {e.id for e in made[:100]}
+
+
+def _service(db: Database, events: EventRepository, *, heartbeat: float = 15.0) -> TailService:
+    return TailService(
+        WebhookRepository(db, SecretBox(TEST_SECRET_KEY)), events, poll_interval=POLL,
+        heartbeat=heartbeat, settle=timedelta(0),
+    )  # fmt: skip
+
+
+async def _fill_pages(events: EventRepository, template: Event, pages: int) -> list[Event]:
+    """Record ``pages`` pages of events (the last one part full)."""
+    made = [_like(template) for _ in range(PAGE_SIZE * (pages - 1) + 1)]
+    await events.upsert_many(made)
+    return made
+
+
+async def _cursor_after(tail: TailService, template: Event, event_id: str | None) -> Cursor:
+    """The cursor a client holds once it has seen everything up to now: a heartbeat's
+    (``event_id`` given: the one of that event's message from the start of the webhook)."""
+    if event_id is not None:
+        stream = await tail.follow(
+            template.username, template.webhook_name, last_event_id=Cursor(0, utcnow()).encode()
+        )
+        item = await _next_about(stream, event_id)
+        await stream.aclose()  # type: ignore[attr-defined]
+        return item.cursor
+    quick = TailService(tail._webhooks, tail._events, poll_interval=POLL, heartbeat=0.05)
+    stream = await quick.follow(template.username, template.webhook_name)
+    beat = await anext(stream)
+    await stream.aclose()  # type: ignore[attr-defined]
+    return beat.cursor
+
+
+async def _next_about(stream: AsyncIterator[TailItem], event_id: str) -> TailItem:
+    async with asyncio.timeout(10):
+        async for item in stream:
+            if item.event is not None and item.event.id == event_id:
+                return item
+    raise AssertionError(f"{event_id} never came")
+
+
+def row(item: TailItem) -> EventRow:
+    assert item.event is not None, item
+    return item.event
 
 
 def _like(template: Event, **overrides: Any) -> Event:
@@ -242,10 +400,11 @@ class TestStream:
             await stream.read_until(has(event.id))
         assert stream.ids == [event.id]
         assert before.id not in stream.ids
-        (message,) = stream.messages
+        hello, message = stream.messages
+        assert hello["event"] == "heartbeat"
         assert message["event"] == "event"
-        assert message["id"] == event.id
-        assert message["retry"] == "3000"
+        assert Cursor.parse(message["id"]) is not None
+        assert hello["retry"] == "3000"
         assert json.loads(message["data"]) == {
             "id": event.id,
             "request_id": event.request_id,
@@ -285,28 +444,46 @@ class TestStream:
         assert stream.ids == [*(e.id for e in recorded), sentinel.id]
 
     async def test_resumes_after_last_event_id(self, hook: Hook) -> None:
-        first, second, third = [
-            await hook.record(created_at=utcnow() - timedelta(seconds=3 - i)) for i in range(3)
-        ]
-        headers = {"Last-Event-ID": first.id}
+        async with open_stream(hook.owner.client, hook.stream_path) as stream:
+            first = await hook.record()
+            await stream.read_until(has(first.id))
+        cursor = stream.messages[-1]["id"]
+        second, third = [await hook.record() for _ in range(2)]
+        headers = {"Last-Event-ID": cursor}
         async with open_stream(hook.owner.client, hook.stream_path, **headers) as stream:
             await stream.read_until(has(second.id, third.id))
-        assert stream.ids == [second.id, third.id]
+        assert stream.ids[-2:] == [second.id, third.id]  # the cursor's page again, then new
+        path = f"{hook.stream_path}?last_event_id={cursor}"  # a browser's new EventSource
+        async with open_stream(hook.owner.client, path) as stream:
+            await stream.read_until(has(second.id, third.id))
+
+    async def test_a_cursor_older_than_the_owners_retention_is_a_gap(
+        self, dashboard: Dashboard
+    ) -> None:
+        owner = await dashboard.owner(plan="free")  # 30 days
+        response = await owner.client.post("/api/v1/webhooks", json={"name": "orders"})
+        assert response.status_code == 201, response.text
+        old = Cursor(0, utcnow() - timedelta(days=31)).encode()
+        headers = {"Last-Event-ID": old}
+        path = "/api/v1/webhooks/orders/events/stream"
+        async with open_stream(owner.client, path, **headers) as stream:
+            await stream.read_until(lambda s: len(s.messages) >= 2)
+        assert stream.messages[1]["event"] == "gap"
+        assert json.loads(stream.messages[1]["data"])["since"] == isoformat(Cursor.parse(old).at)  # type: ignore[union-attr]
 
     async def test_a_status_change_arrives_as_a_status_message(self, hook: Hook) -> None:
         """A pending event shown by the stream, then its successful attempt recorded: one
-        ``event: status`` message (no ``id:``, so a reconnect does not resume from it) with the
-        new status and the attempt's outcome."""
+        ``event: status`` message with the new status and the attempt's outcome."""
         async with open_stream(hook.owner.client, hook.stream_path) as stream:
             pending = await hook.record(created_at=utcnow())
             await stream.read_until(has(pending.id))
             attempt = create_attempt(pending, status_code=200, latency_ms=4.0)
             await hook.events.apply_attempts([attempt])
             await stream.read_until(lambda s: any(m["event"] == "status" for m in s.messages))
-        first, changed = stream.messages
+        first, changed = [m for m in stream.messages if m["event"] != "heartbeat"]
         assert (first["event"], json.loads(first["data"])["status"]) == ("event", "pending")
         assert changed["event"] == "status"
-        assert "id" not in changed
+        assert Cursor.parse(changed["id"]) is not None
         summary = json.loads(changed["data"])
         assert (summary["id"], summary["status"]) == (pending.id, EventStatus.SUCCESS.value)
         assert (summary["last_status_code"], summary["last_latency_ms"]) == (200, 4.0)
@@ -317,7 +494,7 @@ class TestStream:
         async with open_stream(hook.owner.client, hook.stream_path) as stream:
             await stream.read_until(lambda s: len(s.comments) >= 2)
         assert all(c.startswith("ping") for c in stream.comments)
-        assert stream.messages == []
+        assert [m["event"] for m in stream.messages] == ["heartbeat"]  # the first: a cursor
 
     async def test_works_with_the_session_cookie(self, hook: Hook) -> None:
         client, _ = await hook.owner.login()

@@ -1,4 +1,4 @@
-"""``hookbay retention run``: click's runner (in a thread, since the command runs its own event
+"""``hookbay-admin retention run``: click's runner (in a thread, since the command runs its own event
 loop) for output and exit codes, the installed console script on a pseudo-terminal for the bar."""
 
 from __future__ import annotations
@@ -107,9 +107,11 @@ class TestRetentionRun:
         result = await hookbay("retention", "run")
         assert result.exit_code == 0, result.output
         assert result.stdout == ""
-        line = [entry for entry in result.stderr.splitlines() if entry.startswith("hookbay: ")]
+        line = [
+            entry for entry in result.stderr.splitlines() if entry.startswith("hookbay-admin: ")
+        ]
         assert line == [
-            "hookbay: another retention run holds the lock: cron-host:42:feed, "
+            "hookbay-admin: another retention run holds the lock: cron-host:42:feed, "
             f"lease until {isoformat(until)}; nothing done"
         ]
 
@@ -122,7 +124,9 @@ class TestRetentionRun:
     async def test_invalid_setting_is_one_line(self, hookbay: Invoke, rdb: Database) -> None:
         result = await hookbay("retention", "run", HOOKBAY_RETENTION_BATCH_SIZE="0")
         assert result.exit_code == 1, result.output
-        assert result.stderr.startswith("hookbay: invalid settings: HOOKBAY_RETENTION_BATCH_SIZE")
+        assert result.stderr.startswith(
+            "hookbay-admin: invalid settings: HOOKBAY_RETENTION_BATCH_SIZE"
+        )
 
     async def test_progress_bar_on_a_terminal(
         self, retention_env: dict[str, str], rdb: Database

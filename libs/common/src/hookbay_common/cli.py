@@ -1,4 +1,4 @@
-"""The ``hookbay`` command: a shell whose sub-commands the services contribute.
+"""The ``hookbay-admin`` command: a shell whose sub-commands the services contribute.
 
 Each service registers click commands under the ``hookbay.commands`` entry-point group (see its
 pyproject.toml); this module only loads them, runs them, and turns every expected failure into one
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-# Start-up cost: `hookbay --help` must stay well under 0.3 s of CPU, so this module and every
+# Start-up cost: `hookbay-admin --help` must stay well under 0.3 s of CPU, so this module and every
 # command module import only click at the top; database, Kafka, pydantic and rich are imported
 # inside the functions that use them (docs/benchmarks.md, "CLI start-up").
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class CliState:
             await mongo.close()
             if producer.failures:
                 click.echo(
-                    "hookbay: warning: saved, but not published to the configuration change log "
+                    "hookbay-admin: warning: saved, but not published to the configuration change log "
                     f"({producer.failures[0]}: is Kafka at {settings.kafka_bootstrap} running?);"
                     " ingest applies it at its next reconciliation "
                     "(HOOKBAY_VIEW_RECONCILE_INTERVAL, 60 s by default)",
@@ -184,7 +184,7 @@ pass_state = click.make_pass_decorator(CliState, ensure=True)
 
 
 def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--json`` on a leaf command, the same as ``hookbay --json ...``."""
+    """``--json`` on a leaf command, the same as ``hookbay-admin --json ...``."""
 
     def set_json(ctx: click.Context, _: click.Parameter, value: bool) -> None:
         if value:
@@ -251,7 +251,7 @@ def _settings_problem(exc: ValidationError) -> str:
 
 
 def _fail(message: str) -> None:
-    click.echo(f"hookbay: {' '.join(message.split())}", err=True)
+    click.echo(f"hookbay-admin: {' '.join(message.split())}", err=True)
     sys.exit(1)
 
 
@@ -259,7 +259,8 @@ def _fail(message: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def hookbay(ctx: click.Context, as_json: bool) -> None:
-    """hookbay: self-hosted webhook intake. Settings come from HOOKBAY_* variables."""
+    """hookbay-admin: the operator's commands, with direct database and Kafka access. Settings
+    come from HOOKBAY_* variables. Owners use ``hookbay``, the dashboard API's client."""
     ctx.ensure_object(CliState).json = as_json
     for library in ("aiokafka", "pymongo"):  # failures are reported once, as one line, by _Shell
         logging.getLogger(library).setLevel(logging.CRITICAL)
@@ -308,7 +309,7 @@ async def publish_configuration(rt: Runtime) -> int:
 
 
 def build() -> click.Group:
-    """The ``hookbay`` group with every installed service's commands added."""
+    """The ``hookbay-admin`` group with every installed service's commands added."""
     from importlib.metadata import entry_points
 
     for entry in entry_points(group="hookbay.commands"):
@@ -318,4 +319,4 @@ def build() -> click.Group:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    build().main(args=argv, prog_name="hookbay")
+    build().main(args=argv, prog_name="hookbay-admin")

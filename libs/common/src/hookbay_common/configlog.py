@@ -1,6 +1,6 @@
 """The configuration change log: how a change to a user or a webhook reaches every ingest replica.
 
-Every writer (the dashboard API, the ``hookbay`` CLI, the admin endpoints, ``hookbay migrate``)
+Every writer (the dashboard API, the ``hookbay-admin`` CLI, the admin endpoints, ``hookbay-admin migrate``)
 publishes each change to the compacted topic ``Topics.config`` *after* its MongoDB write: the
 record as stored (a webhook's secrets, its ``verification``'s included, sealed with
 ``SecretBox``, never in clear; a user without

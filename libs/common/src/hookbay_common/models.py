@@ -82,6 +82,9 @@ class AttemptTrigger(StrEnum):
     INITIAL = "initial"
     RETRY = "retry"
     REPLAY = "replay"
+    LISTEN = "listen"
+    """A ``hookbay listen`` session's forward to a developer's machine: recorded for the owner
+    to see, never a delivery (the event's status is not changed by it)."""
 
 
 class BodyEncoding(StrEnum):

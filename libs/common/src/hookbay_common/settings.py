@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     kafka_bootstrap: str = "127.0.0.1:9092"
     kafka_partitions: int = Field(default=6, ge=1, le=1024)
     kafka_replication_factor: int = Field(default=1, ge=1, le=32)
-    """Replicas of each topic ``hookbay migrate`` creates (3 on a production cluster); topics that
+    """Replicas of each topic ``hookbay-admin migrate`` creates (3 on a production cluster); topics that
     exist already are left as they are."""
     kafka_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=NAMESPACE_PATTERN)
     """Prefix of every topic name (``hookbay.events``); lets installations share a cluster."""

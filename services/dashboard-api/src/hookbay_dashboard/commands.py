@@ -1,6 +1,6 @@
-"""``hookbay user|token|webhook ...``: owner administration from the command line.
+"""``hookbay-admin user|token|webhook ...``: owner administration from the command line.
 
-Registered under the ``hookbay.commands`` entry-point group; the ``hookbay`` shell in
+Registered under the ``hookbay.commands`` entry-point group; the ``hookbay-admin`` shell in
 ``hookbay_common.cli`` loads them. Each command is a thin adapter over the services, built as the API builds
 them (``services_for``).
 """
@@ -14,7 +14,7 @@ import click
 
 from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
 
-# Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
+# Only click at import time: `hookbay-admin --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -1,5 +1,5 @@
 """Typed dependencies of the routes: the runtime, the caller, and the services (built by
-``hookbay_dashboard.services``, as the ``hookbay`` commands build theirs).
+``hookbay_dashboard.services``, as the ``hookbay-admin`` commands build theirs).
 
 Authentication: an ``Authorization: Bearer <API token>`` header, or the ``hookbay_session``
 cookie set by ``POST /auth/login``. With the cookie, every state-changing request must also

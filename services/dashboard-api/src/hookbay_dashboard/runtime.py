@@ -69,9 +69,11 @@ class Runtime:
         await self.producer.start()  # connects in the background, replaces itself if wedged
         self.config = ConfigPublisher(self._send, settings.topics.config, self.box)
         self.services = Services(stores, settings, self.plans, config=self.config)
-        """Every request's services (``deps``), built as the ``hookbay`` commands build theirs."""
+        """Every request's services (``deps``), built as the ``hookbay-admin`` commands build theirs."""
         self.tails = self.services.tails(
-            poll_interval=settings.tail_poll_interval, registry=self.registry
+            poll_interval=settings.tail_poll_interval,
+            heartbeat=settings.tail_heartbeat,
+            registry=self.registry,
         )
         """The live-tail feeds of this replica, shared by every open tail."""
         self.replay_runner = ReplayJobRunner(

@@ -114,10 +114,14 @@ class Services:
         return StatsService(self.stores.webhooks, self.stores.stats)
 
     def tails(
-        self, *, poll_interval: float, registry: CollectorRegistry | None = None
+        self,
+        *,
+        poll_interval: float,
+        heartbeat: float = 15.0,
+        registry: CollectorRegistry | None = None,
     ) -> TailService:
         """A live-tail feed source: the API builds one per replica, shared by every open tail."""
         return TailService(
             self.stores.webhooks, self.stores.events, poll_interval=poll_interval,
-            registry=registry,
+            heartbeat=heartbeat, registry=registry,
         )  # fmt: skip

@@ -22,7 +22,10 @@ class DashboardSettings(Settings):
     events_page_max: int = Field(default=100, ge=1, le=1000)
     """The largest ``limit`` an event list accepts."""
     tail_poll_interval: float = Field(default=0.5, gt=0, le=10)
-    """How often a live tail (SSE, ``hookbay tail``) looks for new events."""
+    """How often a live tail (SSE, ``hookbay-admin tail``) looks for new events."""
+    tail_heartbeat: float = Field(default=15.0, gt=0, le=300)
+    """Seconds an idle live stream waits before an ``event: heartbeat`` (clients that hear
+    nothing for a few of these reconnect; proxies close connections idle for 60 s)."""
     replay_poll_interval: float = Field(default=5.0, gt=0, le=300)
     """How often each replica looks for bulk replay jobs to run or adopt."""
     replay_lease: float = Field(default=30.0, ge=1, le=3600)

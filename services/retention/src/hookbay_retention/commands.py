@@ -1,4 +1,4 @@
-"""``hookbay retention run [--dry-run] [--json]``: the retention job from the command line.
+"""``hookbay-admin retention run [--dry-run] [--json]``: the retention job from the command line.
 
 The same run as ``python -m hookbay_retention`` (lock, batches, metrics when configured). With a
 terminal on stderr a progress bar (owners done, events and attempts deleted) shows there; without
@@ -19,7 +19,7 @@ import click
 
 from hookbay_common.cli import CliState, json_option, pass_state, table
 
-# Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
+# Only click at import time: `hookbay-admin --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
@@ -77,7 +77,7 @@ def _skipped(state: CliState, exc: LockHeld) -> None:
             human=lambda _: None,
         )  # fmt: skip
     else:
-        click.echo(f"hookbay: {exc.message}; nothing done", err=True)
+        click.echo(f"hookbay-admin: {exc.message}; nothing done", err=True)
 
 
 def _summary(console: Console, report: RetentionReport) -> None:

@@ -45,6 +45,8 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
             [("webhook_id", ASCENDING), ("page", ASCENDING), ("status", ASCENDING)],
             name="webhook_page_status",
         ),
+        # live streams: a webhook's heads by the page their latest change is on
+        IndexModel([("webhook_id", ASCENDING), ("change_page", ASCENDING)], name="webhook_change"),
         IndexModel([("username", ASCENDING)], name="owner"),
     ],
     Collections.EVENT_BODIES: [

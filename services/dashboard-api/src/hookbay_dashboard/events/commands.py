@@ -1,6 +1,6 @@
-"""``hookbay events list|replay|export`` and ``hookbay tail``: events from the command line.
+"""``hookbay-admin events list|replay|export`` and ``hookbay-admin tail``: events from the command line.
 
-Like the other ``hookbay`` commands they work on the database directly (``CliState.run``), with
+Like the other ``hookbay-admin`` commands they work on the database directly (``CliState.run``), with
 the owners' services built as the API builds them (``hookbay_dashboard.services``): the same
 rules, errors and output shapes as the dashboard API.
 """
@@ -19,7 +19,7 @@ import click
 
 from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
 
-# Only click at import time: `hookbay --help` loads this module (see hookbay_common.cli).
+# Only click at import time: `hookbay-admin --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
@@ -226,7 +226,8 @@ def tail(state: CliState, username: str, name: str) -> None:
         followed = await tails.follow(username, name)
         click.echo(f"following {username}/{name}; Ctrl-C to stop", err=True)
         async for item in followed:  # a status change prints the event's line again
-            click.echo(_tail_line(item.event, as_json=state.json))
+            if item.event is not None:
+                click.echo(_tail_line(item.event, as_json=state.json))
 
     # Ctrl-C is how a tail ends: asyncio.run cancels the work (closing the database client)
     # and re-raises the interrupt, which is a normal exit here.

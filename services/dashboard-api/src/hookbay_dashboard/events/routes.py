@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
 from pydantic import AwareDatetime
 
 from hookbay_dashboard.deps import CurrentUser, EventsDep, SettingsDep
 from hookbay_dashboard.events.schemas import (
+    AttemptRead,
     EventCounts,
     EventDetail,
     EventPage,
     EventRead,
+    ListenAttemptCreate,
     Overview,
     StatusFilter,
 )
@@ -131,6 +133,18 @@ async def export_events(
 async def get_event(event_id: str, principal: CurrentUser, events: EventsDep) -> EventDetail:
     """The captured request, its status and every forward attempt, oldest first."""
     return await events.detail(principal.username, event_id)
+
+
+@router.post(
+    "/events/{event_id}/attempts", response_model=AttemptRead, status_code=status.HTTP_201_CREATED
+)
+async def record_listen_attempt(
+    event_id: str, answer: ListenAttemptCreate, principal: CurrentUser, events: EventsDep
+) -> AttemptRead:
+    """Record what a developer's local app answered to ``hookbay listen`` as an attempt with
+    trigger ``listen``; the event's status does not change. Sent again with the same
+    (``session_id``, ``number``), it is recorded once."""
+    return await events.record_listen_attempt(principal.username, event_id, answer)
 
 
 @router.get(

@@ -188,6 +188,27 @@ class AttemptRead(BaseModel):
         )  # fmt: skip
 
 
+LISTEN_BODY_LIMIT = 64 * 1024
+"""Bytes of a local answer's body kept (the forwarder keeps as much of a destination's)."""
+
+
+class ListenAttemptCreate(BaseModel):
+    """A local answer seen by ``hookbay listen``: recorded as an attempt with trigger
+    ``listen``. Sent again with the same (session_id, number), it is recorded once."""
+
+    session_id: str = Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")
+    number: int = Field(ge=1, le=1_000_000, description="1, 2, … per event within a session.")
+    url: str = Field(max_length=2048, description="The local URL the event was sent to.")
+    started_at: Timestamp
+    status_code: int | None = Field(default=None, ge=100, le=599)
+    latency_ms: float | None = Field(default=None, ge=0)
+    error: str | None = Field(default=None, max_length=1000)
+    response_headers: dict[str, str] = Field(default_factory=dict, max_length=100)
+    response_body: str = Field(
+        default="", max_length=200_000, description="Base64; beyond 64 KiB of bytes it is cut."
+    )
+
+
 class EventDetail(EventRead):
     """The event with its forward attempts, oldest first."""
 

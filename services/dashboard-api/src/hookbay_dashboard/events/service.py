@@ -5,6 +5,8 @@ one (``WebhookNotFound``, ``EventNotFound``)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -22,14 +24,18 @@ from hookbay_common.db.documents import gather_limited
 from hookbay_common.db.events import PageSummary
 from hookbay_common.db.stats import HOUR, Counts, Point
 from hookbay_common.errors import EventNotFound, InvalidRequest
-from hookbay_common.models import Event, EventStatus, Webhook
+from hookbay_common.ids import IdPrefix
+from hookbay_common.models import Attempt, AttemptTrigger, Event, EventStatus, Webhook
 from hookbay_dashboard.events.cursor import decode_cursor, encode_cursor
 from hookbay_dashboard.events.schemas import (
+    LISTEN_BODY_LIMIT,
+    AttemptRead,
     EventCounts,
     EventDetail,
     EventPage,
     EventRead,
     EventSummary,
+    ListenAttemptCreate,
     Overview,
     StatusFilter,
     WebhookOverview,
@@ -163,6 +169,32 @@ class EventService:
         """The event with every attempt, oldest first."""
         event = await self._owned_event(username, event_id)
         return EventDetail.with_attempts(event, await self._attempts.list_for_event(event.id))
+
+    async def record_listen_attempt(
+        self, username: str, event_id: str, answer: ListenAttemptCreate
+    ) -> AttemptRead:
+        """Record a local answer of ``hookbay listen`` as an attempt (trigger ``listen``) of the
+        owner's event: idempotent per (session, number); the event's status stays as it is
+        (the attempt goes to the store directly, never through the recorder's status rules)."""
+        event = await self._owned_event(username, event_id)
+        try:
+            body = base64.b64decode(answer.response_body, validate=True)
+        except binascii.Error:
+            raise InvalidRequest("response_body is not base64") from None
+        key = f"{event.id}:{answer.session_id}:{answer.number}"
+        attempt = Attempt(
+            id=f"{IdPrefix.ATTEMPT}_{_digest(key)}{_digest(key[::-1])[:10]}",
+            event_id=event.id, username=username, webhook_id=event.webhook_id,
+            chain_id=f"{IdPrefix.CHAIN}_{_digest(answer.session_id)}{_digest(key)[:10]}",
+            number=answer.number, trigger=AttemptTrigger.LISTEN, url=answer.url,
+            started_at=answer.started_at, status_code=answer.status_code,
+            response_headers=answer.response_headers,
+            response_body=body[:LISTEN_BODY_LIMIT],
+            response_body_truncated=len(body) > LISTEN_BODY_LIMIT,
+            latency_ms=answer.latency_ms, error=answer.error,
+        )  # fmt: skip
+        await self._attempts.upsert(attempt)
+        return AttemptRead.of(attempt)
 
     async def open_export(
         self,

@@ -114,6 +114,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events/{event_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record Listen Attempt
+         * @description Record what a developer's local app answered to ``hookbay listen`` as an attempt with
+         *     trigger ``listen``; the event's status does not change. Sent again with the same
+         *     (``session_id``, ``number``), it is recorded once.
+         */
+        post: operations["record_listen_attempt_api_v1_events__event_id__attempts_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/{event_id}/export": {
         parameters: {
             query?: never;
@@ -442,7 +464,7 @@ export interface paths {
         };
         /**
          * Stream Events
-         * @description Follow the webhook's new events live. The webhook is checked before streaming starts
+         * @description Follow the webhook's events live. The webhook is checked before streaming starts
          *     (404 as JSON); the stream then lasts until the client disconnects or the server stops.
          *     Served from the database through one shared feed per webhook and replica, so any
          *     replica can serve any tail and more tails cost no more database reads.
@@ -575,7 +597,7 @@ export interface components {
          * AttemptTrigger
          * @enum {string}
          */
-        AttemptTrigger: "initial" | "retry" | "replay";
+        AttemptTrigger: "initial" | "retry" | "replay" | "listen";
         /** BasicRead */
         BasicRead: {
             /**
@@ -907,6 +929,46 @@ export interface components {
             p95_ms: number | null;
             /** P99 Ms */
             p99_ms: number | null;
+        };
+        /**
+         * ListenAttemptCreate
+         * @description A local answer seen by ``hookbay listen``: recorded as an attempt with trigger
+         *     ``listen``. Sent again with the same (session_id, number), it is recorded once.
+         */
+        ListenAttemptCreate: {
+            /** Error */
+            error?: string | null;
+            /** Latency Ms */
+            latency_ms?: number | null;
+            /**
+             * Number
+             * @description 1, 2, … per event within a session.
+             */
+            number: number;
+            /**
+             * Response Body
+             * @description Base64; beyond 64 KiB of bytes it is cut.
+             * @default
+             */
+            response_body?: string;
+            /** Response Headers */
+            response_headers?: {
+                [key: string]: string;
+            };
+            /** Session Id */
+            session_id: string;
+            /**
+             * Started At
+             * Format: date-time
+             */
+            started_at: string;
+            /** Status Code */
+            status_code?: number | null;
+            /**
+             * Url
+             * @description The local URL the event was sent to.
+             */
+            url: string;
         };
         /** LoginRequest */
         LoginRequest: {
@@ -2341,6 +2403,128 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventDetail"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    record_listen_attempt_api_v1_events__event_id__attempts_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListenAttemptCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptRead"];
                 };
             };
             /** @description Invalid request (bad parameter, cursor or value) */
@@ -4706,7 +4890,10 @@ export interface operations {
     };
     stream_events_api_v1_webhooks__name__events_stream_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A cursor (an `id:` of this stream) to resume from when the client cannot send the `Last-Event-ID` header (a new browser EventSource); the header wins. */
+                last_event_id?: string | null;
+            };
             header?: {
                 "last-event-id"?: string | null;
             };
@@ -4717,7 +4904,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A text/event-stream: one `event: event` per new event of the webhook (`id:` the event id, `data:` the event's EventSummary as JSON, with the status it had when first seen), then one `event: status` (no `id:`, `data:` the EventSummary) each time the status or latest attempt of an event shown in the last minute changes; keep-alive comments every 15 s. Resumes after the `Last-Event-ID` header's event when the client reconnects. */
+            /** @description A text/event-stream. `event: event`: an event recorded since the stream's start (`data:` its EventSummary as JSON, with its status when sent); `event: status`: a later status change (retry, replay) of an event, `data:` the EventSummary; `event: gap` (`data:` `{since, cursor}`): the resume point is older than retention, so what changed after it may be gone; `event: heartbeat` (`data:` `{at}`) first, then whenever idle for the server's heartbeat interval (15 s by default). Every message's `id:` is a cursor: sent back as `Last-Event-ID` (or the `last_event_id` parameter), of any age, the stream resumes with everything recorded or changed since, events recorded late included (some maybe again: de-duplicate by event id). */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -238,7 +238,7 @@ function Attempts({ attempts }: { attempts: Attempt[] }) {
         {[...chains.entries()].map(([chain, list]) => (
           <li key={chain}>
             <h3 className="text-sm font-semibold">
-              {list[0].trigger === "replay" ? "Replay" : "Initial delivery and retries"}{" "}
+              {chainTitle(list[0].trigger)}{" "}
               <span className="font-normal text-muted">
                 to <span className="font-mono">{list[0].url}</span>
               </span>
@@ -490,4 +490,11 @@ export function EventDetail() {
       </Confirm>
     </div>
   );
+}
+
+/** What a chain of attempts was: listen chains are a developer's machine, not the destination. */
+function chainTitle(trigger: string): string {
+  if (trigger === "replay") return "Replay";
+  if (trigger === "listen") return "hookbay listen (does not change the status)";
+  return "Initial delivery and retries";
 }

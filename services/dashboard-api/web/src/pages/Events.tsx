@@ -185,7 +185,12 @@ export function Events() {
   const filterRef = useRef(filter);
   filterRef.current = filter;
   useEffect(() => {
-    const source = new EventSource(`/api/v1/webhooks/${encodeURIComponent(name)}/events/stream`);
+    const path = `/api/v1/webhooks/${encodeURIComponent(name)}/events/stream`;
+    // The stream's ids are cursors: the browser resumes from the last one by itself while
+    // its EventSource lives; one that gave up (CLOSED) is replaced, resuming from it too.
+    let lastId = "";
+    let source: EventSource;
+    let reopen: ReturnType<typeof setTimeout> | undefined;
     const patch = (event: EventSummary) => {
       client.setQueriesData<InfiniteData<EventPage>>({ queryKey: ["events", name] }, (data) =>
         data
@@ -200,23 +205,47 @@ export function Events() {
       );
       setFresh((list) => list.map((e) => (e.id === event.id ? { ...e, ...event } : e)));
     };
-    source.onopen = () => setLive("live");
-    source.onerror = () => setLive(source.readyState === EventSource.CLOSED ? "off" : "connecting");
-    source.addEventListener("event", (message) => {
-      const event = JSON.parse((message as MessageEvent).data) as EventSummary;
-      if (!matches(event, filterRef.current)) return;
-      const known = client
-        .getQueryData<InfiniteData<EventPage>>(pageQueryKey(name, filterRef.current))
-        ?.pages.some((p) => p.items.some((e) => e.id === event.id));
-      if (known) return;
-      setFresh((list) => (list.some((e) => e.id === event.id) ? list : [event, ...list]));
-      announce(`New event ${event.request_id}, ${event.status}`);
-    });
-    source.addEventListener("status", (message) => {
-      statusPushed.current = true;
-      patch(JSON.parse((message as MessageEvent).data) as EventSummary);
-    });
-    return () => source.close();
+    const track = (message: Event) => {
+      const id = (message as MessageEvent).lastEventId;
+      if (id) lastId = id;
+    };
+    const open = () => {
+      const resume = lastId ? `?last_event_id=${encodeURIComponent(lastId)}` : "";
+      source = new EventSource(`${path}${resume}`);
+      source.onopen = () => setLive("live");
+      source.onerror = () => {
+        if (source.readyState !== EventSource.CLOSED) return setLive("connecting");
+        setLive("off");
+        reopen = setTimeout(open, 5000);
+      };
+      source.addEventListener("event", (message) => {
+        track(message);
+        const event = JSON.parse((message as MessageEvent).data) as EventSummary;
+        if (!matches(event, filterRef.current)) return;
+        const known = client
+          .getQueryData<InfiniteData<EventPage>>(pageQueryKey(name, filterRef.current))
+          ?.pages.some((p) => p.items.some((e) => e.id === event.id));
+        if (known) return patch(event); // sent again after a resume: its latest status
+        setFresh((list) => (list.some((e) => e.id === event.id) ? list : [event, ...list]));
+        announce(`New event ${event.request_id}, ${event.status}`);
+      });
+      source.addEventListener("status", (message) => {
+        track(message);
+        statusPushed.current = true;
+        patch(JSON.parse((message as MessageEvent).data) as EventSummary);
+      });
+      source.addEventListener("heartbeat", track);
+      source.addEventListener("gap", (message) => {
+        track(message);
+        // what changed while away may be gone (retention): the list is read again
+        client.invalidateQueries({ queryKey: ["events", name] });
+      });
+    };
+    open();
+    return () => {
+      clearTimeout(reopen);
+      source.close();
+    };
   }, [name, client]);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: held events belong to the filter they came under

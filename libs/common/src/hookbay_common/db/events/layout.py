@@ -3,6 +3,11 @@
 An event is stored as a *head* in ``events`` (every field but its request headers and body, plus
 its position ``seq`` and ``page``, its body size and its latest attempt's outcome) and a body in
 ``event_bodies``; ``event_counters`` gives each webhook's positions and keeps its newest ids.
+
+``change_page`` on a head is the page where live streams find its latest change: the page it
+was recorded on, then, each time its status changes, its webhook's top page at that moment.
+Pages only grow, so a stream that has read up to page P finds every later recording and status
+change on the pages from P up (``EventListing.changed_heads``): a resume point of any age.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ _STATUSES: Final = tuple(EventStatus)
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _BODY_FIELDS: Final = ("request_headers", "request_body", "request_body_encoding")
-_POSITION_FIELDS: Final = ("seq", "page")
+_POSITION_FIELDS: Final = ("seq", "page", "change_page")
 _HEAD_ONLY_FIELDS: Final = (
     *_POSITION_FIELDS,
     "status_key",
@@ -103,6 +108,7 @@ def _order(head: EventHead) -> tuple[datetime, str]:
 def _row_from_document(doc: dict[str, Any]) -> EventRow:
     doc = {k: v for k, v in doc.items() if k not in _BODY_FIELDS and k not in ("status_key",)}
     doc.pop("seq", None)
+    doc.pop("change_page", None)
     doc["id"] = doc.pop("_id")
     return EventRow.model_validate(doc)
 
@@ -146,9 +152,10 @@ def event_from_documents(head: dict[str, Any], body: dict[str, Any] | None) -> E
     return Event.model_validate(doc)
 
 
-def _status_if_later(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
+def _status_if_later(attempt: Attempt, change_page: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Filter and update setting the status (and the latest attempt's outcome) when the stored
-    status came from an earlier attempt."""
+    status came from an earlier attempt; ``change_page``: the webhook's top page now, where
+    live streams find the change (``change_page`` of the module docstring)."""
     key = attempt.status_key
     later = {"$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}]}
     return {"_id": attempt.event_id, **later}, {
@@ -160,6 +167,7 @@ def _status_if_later(attempt: Attempt) -> tuple[dict[str, Any], dict[str, Any]]:
             "last_error": attempt.error,
             "next_retry_at": attempt.next_retry_at if attempt.will_retry else None,
             "last_attempt_number": attempt.number,
+            "change_page": change_page,
         }
     }
 

@@ -157,6 +157,18 @@ class EventListing(PageBooks):
         found.sort(key=_order)
         return found[:limit]
 
+    async def changed_heads(self, webhook_id: str, change_page: int) -> list[tuple[int, EventRow]]:
+        """The heads whose latest recording or status change is on ``change_page``
+        (``hookbay_common.db.events.layout``), each with its position ``seq``, in recording
+        order (``seq``: the order the recorder took them from Kafka)."""
+        query = {"webhook_id": webhook_id, "change_page": change_page}
+        found = [
+            (int(doc.get("seq", 0)), _row_from_document(doc))
+            async for doc in self._events.find(query, _HEAD_PROJECTION)
+        ]
+        found.sort(key=lambda pair: (pair[0], pair[1].created_at, pair[1].id))
+        return found
+
     async def recent_heads(self, username: str, summaries: list[PageSummary]) -> list[EventRow]:
         """The owner's ``RECENT_KEEP`` newest events: from the newest ids each webhook's counter
         keeps (one query, then one look-up per event), or, when some of those are gone

@@ -1,4 +1,4 @@
-"""Upgrades of the events' layout, run by ``hookbay migrate``."""
+"""Upgrades of the events' layout, run by ``hookbay-admin migrate``."""
 
 from __future__ import annotations
 

@@ -93,11 +93,14 @@ class EventRepository(EventListing, EventCounts):
         head_upserts: list[list[Statement]] = []
         body_upserts: list[list[Statement]] = []
         for event, seq in zip(events, seqs, strict=True):
-            position: dict[str, Any] = {"seq": seq, "page": seq // PAGE_SIZE}
+            page = seq // PAGE_SIZE
+            position: dict[str, Any] = {"seq": seq, "page": page, "change_page": page}
             head = event_head_document(event)
             body = event_body_document(event)
             settled = (
-                _status_if_later(outcomes[event.id])[1]["$set"] if event.id in outcomes else {}
+                _status_if_later(outcomes[event.id], page)[1]["$set"]
+                if event.id in outcomes
+                else {}
             )
             heads.append({**head, **position, "status": event.initial_status.value, **settled})
             bodies.append({**body, "page": position["page"]})
@@ -254,11 +257,13 @@ class EventRepository(EventListing, EventCounts):
             return
         if located is None:
             located = await self.locate(latest)
+        tops = await self._top_pages({a.webhook_id for a in latest.values()})
 
         async def update(attempt: Attempt) -> None:
             # no projection: FerretDB v1's findAndModify has none (a head is small anyway)
             before = await self._events.find_one_and_update(
-                *_status_if_later(attempt), return_document=ReturnDocument.BEFORE
+                *_status_if_later(attempt, tops[attempt.webhook_id]),
+                return_document=ReturnDocument.BEFORE,
             )
             if before is not None and "page" in before:  # the status it had, the one it has
                 tally = changes.tally(before["webhook_id"], before["page"])
@@ -277,7 +282,21 @@ class EventRepository(EventListing, EventCounts):
                 for a in absent
             ]
             await _bulk_write(self._events, stubs)
-            await _bulk_write(self._events, [UpdateOne(*_status_if_later(a)) for a in absent])
+            await _bulk_write(
+                self._events,
+                [UpdateOne(*_status_if_later(a, tops[a.webhook_id])) for a in absent],
+            )
+
+    async def _top_pages(self, webhook_ids: Iterable[str]) -> dict[str, int]:
+        """Each webhook's top page as its counter gives it (0 before any event): where a status
+        change made now is found by live streams (``change_page``). A webhook this repository
+        reserved positions for has its counter at the end of their page: known without a read."""
+        tops = {i: (self._blocks[i][1] - 1) // PAGE_SIZE for i in webhook_ids if i in self._blocks}
+        ids = sorted(set(webhook_ids) - tops.keys())
+        docs = await gather_limited(self._counters.find_one({"_id": i}, {"seq": 1}) for i in ids)
+        for i, d in zip(ids, docs, strict=True):
+            tops[i] = max(0, int(d.get("seq", 0)) - 1) // PAGE_SIZE if d else 0
+        return tops
 
     async def set_status(self, event_id: str, status: EventStatus) -> None:
         await self._events.update_one({"_id": event_id}, {"$set": {"status": status.value}})

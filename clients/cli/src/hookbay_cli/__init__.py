@@ -1,0 +1,1 @@
+"""hookbay's owner command line: a client of the dashboard API over HTTPS, nothing else."""

@@ -1,0 +1,3 @@
+from hookbay_cli.main import main
+
+main()
