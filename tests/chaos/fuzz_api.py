@@ -682,7 +682,12 @@ def fuzz_api(
 def _run(
     base: str, token: str, n: int, seed: int, keep_answers: bool
 ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """``fuzz_api``'s run, in the child process; the report and (when kept) the answers."""
+    """``fuzz_api``'s run, in the child process; the report and (when kept) the answers. A
+    failure comes back as a ``RuntimeError`` with its text: schemathesis' own exceptions do not
+    survive the trip between processes (their constructors take keywords pickle does not pass)."""
     answers: list[tuple[str, str]] = []
-    result = Fuzzer(base, token, n, seed, answers if keep_answers else None).run()
+    try:
+        result = Fuzzer(base, token, n, seed, answers if keep_answers else None).run()
+    except BaseException as exc:  # schemathesis' FailureGroup is a BaseExceptionGroup
+        raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
     return result, answers

@@ -114,7 +114,7 @@ def _accepted_since(stack: Stack, since: float) -> bool:
     return len(stack.accepted(since)) > 0
 
 
-def in_turn(*scenarios: Scenario) -> Scenario:
+def in_turn(name: str, *scenarios: Scenario) -> Scenario:
     """One scenario of several faults, one after the other on one stack, each once the load
     flows again after the one before: what ``make test`` runs, one stack's start and drain for
     all of them."""
@@ -126,8 +126,7 @@ def in_turn(*scenarios: Scenario) -> Scenario:
                             what=f"load accepted before {one.name}")  # fmt: skip
             await one.fault(stack)
 
-    names = ", ".join(s.name for s in scenarios)
-    return Scenario("+".join(s.name for s in scenarios), f"in turn: {names}", fault)
+    return Scenario(name, "in turn: " + ", ".join(s.name for s in scenarios), fault)
 
 
 SCENARIOS = [

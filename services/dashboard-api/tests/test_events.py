@@ -929,9 +929,10 @@ class TestListenAttempts:
         path = f"/api/v1/events/{event.id}/attempts"
         response = await stranger.client.post(path, json=self.answer())
         assert response.status_code == 404
-        assert (
-            await owner.client.post(path, json=self.answer(response_body="%%"))
-        ).status_code == 400
+        for not_base64 in ("%%", "\u00e9t\u00e9"):  # not the alphabet; beyond ASCII
+            refused = await owner.client.post(path, json=self.answer(response_body=not_base64))
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["message"] == "response_body is not base64"
         bad_session = self.answer(session_id="../../x")
         assert (await owner.client.post(path, json=bad_session)).status_code == 422
         async with dashboard.client() as anonymous:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -179,7 +178,7 @@ class EventService:
         event = await self._owned_event(username, event_id)
         try:
             body = base64.b64decode(answer.response_body, validate=True)
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or a character beyond ASCII
             raise InvalidRequest("response_body is not base64") from None
         key = f"{event.id}:{answer.session_id}:{answer.number}"
         attempt = Attempt(
