@@ -1056,3 +1056,26 @@ class TestLayoutMigration:
         assert await events.counts(webhook_id) == {
             EventStatus.PENDING: PAGE_SIZE + 7, EventStatus.SUCCESS: 0, EventStatus.FAILED: 0,
         }  # fmt: skip
+
+    async def test_layout_3_heads_get_their_change_pages(self, db: Database) -> None:
+        """Heads recorded before they carried a change page get their own page: a stream
+        resuming from before the upgrade finds them; a later change page is kept."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE + 7)]
+        await events.upsert_many(made)
+        heads = db[Collections.EVENTS]
+        await heads.update_many({"webhook_id": webhook_id}, {"$unset": {"change_page": ""}})
+        await heads.update_one({"_id": made[0].id}, {"$set": {"change_page": 1}})  # changed since
+        await db[Collections.MIGRATIONS].replace_one(
+            {"_id": "event_layout"}, {"version": 3}, upsert=True
+        )
+        assert await events.changed_heads(webhook_id, 0) == []
+        assert await migrate_event_layout(db) == 0
+        on_0 = [row.id for _, row in await events.changed_heads(webhook_id, 0)]
+        on_1 = [row.id for _, row in await events.changed_heads(webhook_id, 1)]
+        assert on_0 == [e.id for e in made[1:PAGE_SIZE]]
+        assert on_1 == [made[0].id] + [e.id for e in made[PAGE_SIZE:]]
+        marker = await db[Collections.MIGRATIONS].find_one({"_id": "event_layout"})
+        assert marker is not None
+        assert marker["version"] == 4

@@ -19,9 +19,10 @@ from hookbay_common.db.events.layout import (
 )
 from hookbay_common.db.events.repository import EventRepository
 
-LAYOUT_VERSION: Final = 3
+LAYOUT_VERSION: Final = 4
 """1: an event was one document (head, headers and body); 2: heads, bodies and page summaries;
-3: books (``event_books``) over the page summaries, and per-minute counts in new summaries."""
+3: books (``event_books``) over the page summaries, and per-minute counts in new summaries;
+4: every head has its ``change_page`` (where live streams find it)."""
 MIGRATION_CHUNK: Final = 100
 
 
@@ -41,7 +42,9 @@ async def migrate_event_layout(db: Database) -> int:
     if version >= LAYOUT_VERSION:
         return 0
     moved = await _move_layout_1(db) if version < 2 else 0
-    await _write_books(db)
+    if version < 3:
+        await _write_books(db)
+    await _write_change_pages(db)
     await marker.replace_one(
         {"_id": "event_layout"}, {"version": LAYOUT_VERSION, "moved": moved}, upsert=True
     )
@@ -58,6 +61,22 @@ async def _write_books(db: Database) -> None:
             {"_id": book_id(doc["webhook_id"], book_of(doc["page"]))},
             {"$set": _book_entry(doc)},
             upsert=True,
+        )
+
+
+async def _write_change_pages(db: Database) -> None:
+    """Layout 3 → 4: a head recorded before heads carried ``change_page`` gets its own page
+    there, so a stream resuming from before the upgrade finds it (one update per page of a
+    summary; idempotent: only heads without one)."""
+    events = db[Collections.EVENTS]
+    async for doc in db[Collections.EVENT_PAGES].find({}, {"webhook_id": 1, "page": 1}):
+        await events.update_many(
+            {
+                "webhook_id": doc["webhook_id"],
+                "page": doc["page"],
+                "change_page": {"$exists": False},
+            },
+            {"$set": {"change_page": doc["page"]}},
         )
 
 
