@@ -304,25 +304,6 @@ class TestEventRepository:
         assert [e.id for e in failed.heads] == [e.id for e in expected if made.index(e) % 3 == 0]
         assert (await events.heads_for_webhook(new_id(IdPrefix.WEBHOOK))).heads == []
 
-    async def test_recent_for_webhook_oldest_first_since_without_stubs(self, db: Database) -> None:
-        events = EventRepository(db)
-        webhook_id = new_id(IdPrefix.WEBHOOK)
-        base = create_event().created_at
-        made = [
-            create_event(webhook_id=webhook_id, created_at=base + timedelta(seconds=i))
-            for i in range(5)
-        ]
-        await events.upsert_many(list(reversed(made)))
-        await events.upsert(create_event(created_at=base + timedelta(seconds=2)))
-        await events.apply_attempts([create_attempt(create_event(webhook_id=webhook_id))])
-        recent = await events.recent_for_webhook(webhook_id, made[2].created_at)
-        assert [e.id for e in recent] == [e.id for e in made[2:]]
-        assert recent[0].request_id == made[2].request_id
-        assert recent[0].created_at == made[2].created_at
-        assert not hasattr(recent[0], "body")  # heads only: a tail polls this
-        limited = await events.recent_for_webhook(webhook_id, base, limit=2)
-        assert [e.id for e in limited] == [e.id for e in made[:2]]
-
     async def test_changed_heads_follow_recordings_then_status_changes(self, db: Database) -> None:
         """A head is on the change page it was recorded on until its status changes, then on
         its webhook's top page of that moment (where a live stream that moved on finds it)."""

@@ -137,26 +137,6 @@ class EventListing(PageBooks):
             if _contains(doc, needle)
         }
 
-    async def recent_for_webhook(
-        self, webhook_id: str, since: datetime, limit: int | None = None
-    ) -> list[EventRow]:
-        """Events of the webhook with ``created_at >= since``, oldest first (``created_at``, then
-        id), at most ``limit`` (the oldest), without bodies and headers; read from the top
-        pages down."""
-        bounds = await self.top_page(webhook_id)
-        if bounds is None:
-            return []
-        low, page = bounds
-        found: list[EventRow] = []
-        while page >= low:
-            rows = await self.page_heads(webhook_id, page)
-            found += [r for r in rows if r.created_at >= since]
-            if rows and rows[0].created_at < since:
-                break
-            page -= 1
-        found.sort(key=_order)
-        return found[:limit]
-
     async def changed_heads(self, webhook_id: str, change_page: int) -> list[tuple[int, EventRow]]:
         """The heads whose latest recording or status change is on ``change_page``
         (``hookbay_common.db.events.layout``), each with its position ``seq``, in recording
