@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from hookbay_common.clock import isoformat, utcnow
+from hookbay_common.clock import epoch_ms, from_epoch_ms, isoformat, utcnow
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, has_prefix, new_id
 from hookbay_common.names import (
@@ -102,3 +102,11 @@ class TestClock:
         assert isoformat(moment) == "2026-11-21T10:04:05.123Z"
         shifted = moment.astimezone(timezone(timedelta(hours=2)))
         assert isoformat(shifted) == "2026-11-21T10:04:05.123Z"
+
+    def test_epoch_milliseconds_round_trip_exactly(self) -> None:
+        moment = datetime(2026, 11, 21, 10, 4, 5, 123000, tzinfo=UTC)
+        assert epoch_ms(moment) == 1_795_255_445_123
+        assert from_epoch_ms(epoch_ms(moment)) == moment
+        assert from_epoch_ms(-1) == datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+        later = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)  # beyond a float's ms
+        assert from_epoch_ms(epoch_ms(later)) == later

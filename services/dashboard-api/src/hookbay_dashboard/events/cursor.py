@@ -16,15 +16,15 @@ import binascii
 import hashlib
 import hmac
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 from typing import Any, Final
 
+from hookbay_common.clock import epoch_ms, from_epoch_ms
 from hookbay_common.db.events import EventCursor
 from hookbay_common.errors import InvalidCursor
 
 VERSION: Final = 2
 _KEY_LABEL: Final = b"hookbay/event-cursor/v1\0"
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def cursor_key(secret_key: str) -> bytes:
@@ -39,7 +39,7 @@ def encode_cursor(key: bytes, webhook_id: str, status: str, position: EventCurso
         created_at = position.created_at
         if created_at.tzinfo is None:
             created_at = created_at.replace(tzinfo=UTC)
-        millis = (created_at - _EPOCH) // timedelta(milliseconds=1)
+        millis = epoch_ms(created_at)
     payload = {
         "v": VERSION, "w": webhook_id, "s": status, "p": position.page, "t": millis,
         "i": position.event_id,
@@ -71,7 +71,7 @@ def decode_cursor(key: bytes, token: str, webhook_id: str, status: str) -> Event
     if type(millis) is not int or not isinstance(event_id, str):
         raise InvalidCursor("malformed")
     try:
-        created_at = _EPOCH + timedelta(milliseconds=millis)  # exact, unlike a float
+        created_at = from_epoch_ms(millis)  # exact, unlike a float
     except OverflowError:
         raise InvalidCursor("malformed") from None
     return EventCursor(page, created_at, event_id)

@@ -31,14 +31,14 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
 
 import anyio
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from hookbay_common.clock import utcnow
+from hookbay_common.clock import epoch_ms, from_epoch_ms, utcnow
 from hookbay_common.db import EventRepository, WebhookRepository
 from hookbay_common.ids import IdPrefix, has_prefix
 from hookbay_common.logs import get_logger
@@ -56,7 +56,6 @@ SENT_KEEP: Final = 50_000
 """Event ids (with the status sent) one tail remembers to send each change once."""
 BACKLOG_CHUNK: Final = 10
 """Change pages a resuming tail reads, then sends in recording order, at a time."""
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class TailKind(StrEnum):
@@ -78,14 +77,14 @@ class Cursor:
     at: datetime
 
     def encode(self) -> str:
-        return f"{self.page}.{(self.at - _EPOCH) // timedelta(milliseconds=1)}"
+        return f"{self.page}.{epoch_ms(self.at)}"
 
     @classmethod
     def parse(cls, text: str) -> Cursor | None:
         page, dot, ms = text.partition(".")
         if not dot or not page.isdigit() or not ms.isdigit() or len(page) + len(ms) > 30:
             return None
-        return cls(int(page), _EPOCH + timedelta(milliseconds=int(ms)))
+        return cls(int(page), from_epoch_ms(int(ms)))
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,15 @@ event repository that keeps summaries and books up to date and reads them."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
+from hookbay_common.clock import epoch_ms, from_epoch_ms
 from hookbay_common.db.documents import gather_limited
 from hookbay_common.db.events.caches import BOOK_START_CACHE, RECENT_CACHE, _keep
 from hookbay_common.db.events.layout import (
-    _EPOCH,
     _STATUSES,
     PAGE_SIZE,
-    _epoch_ms,
     _newest,
     page_id,
 )
@@ -46,7 +45,7 @@ def _book_entry(summary: dict[str, Any]) -> dict[str, Any]:
     first_at,last_at"``, the times in epoch milliseconds (BSON's own precision)."""
     page = summary["page"]
     numbers = [summary[s.value] for s in _STATUSES]
-    numbers += [summary["rejected"], _epoch_ms(summary["first_at"]), _epoch_ms(summary["last_at"])]
+    numbers += [summary["rejected"], epoch_ms(summary["first_at"]), epoch_ms(summary["last_at"])]
     return {
         "webhook_id": summary["webhook_id"], "username": summary["username"],
         "book": page // BOOK_PAGES, f"pages.{page}": ",".join(map(str, numbers)),
@@ -57,8 +56,8 @@ def _summary_of_entry(book: dict[str, Any], page: int, entry: str) -> PageSummar
     *counts, rejected, first_ms, last_ms = (int(n) for n in entry.split(","))
     return PageSummary(
         webhook_id=book["webhook_id"], username=book["username"], page=page,
-        first_at=_EPOCH + timedelta(milliseconds=first_ms),
-        last_at=_EPOCH + timedelta(milliseconds=last_ms),
+        first_at=from_epoch_ms(first_ms),
+        last_at=from_epoch_ms(last_ms),
         counts=dict(zip(_STATUSES, counts, strict=True)), rejected=rejected,
     )  # fmt: skip
 

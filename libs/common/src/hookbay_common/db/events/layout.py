@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from hookbay_common.db.documents import (
@@ -34,7 +34,6 @@ RECENT_KEEP: Final = 10
 
 _STATUSES: Final = tuple(EventStatus)
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _BODY_FIELDS: Final = ("request_headers", "request_body", "request_body_encoding")
 _POSITION_FIELDS: Final = ("seq", "page", "change_page")
 _HEAD_ONLY_FIELDS: Final = (
@@ -185,10 +184,6 @@ def _decode_recent(text: str) -> list[tuple[int, str]]:
         ms, _, event_id = item.partition(":")
         found.append((int(ms), event_id))
     return found
-
-
-def _epoch_ms(at: datetime) -> int:
-    return (at - _EPOCH) // timedelta(milliseconds=1)
 
 
 def _contains(body_doc: dict[str, Any], needle: bytes) -> bool:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pymongo import ReturnDocument, UpdateOne
 
+from hookbay_common.clock import epoch_ms
 from hookbay_common.db.documents import gather_limited
 from hookbay_common.db.events.bulk import Statement, _bulk_write, _insert_or_upsert
 from hookbay_common.db.events.caches import BLOCK_CACHE, LOCATE_CACHE, _keep
@@ -16,7 +17,6 @@ from hookbay_common.db.events.counting import EventCounts
 from hookbay_common.db.events.layout import (
     PAGE_SIZE,
     ExpiredPage,
-    _epoch_ms,
     _status_if_later,
     event_body_document,
     event_from_documents,
@@ -122,7 +122,7 @@ class EventRepository(EventListing, EventCounts):
         late = set(slow)
         for index, (event, head) in enumerate(zip(events, heads, strict=True)):
             place = (event.webhook_id, head["page"])
-            changes.saw(event.webhook_id, _epoch_ms(event.created_at), event.id)
+            changes.saw(event.webhook_id, epoch_ms(event.created_at), event.id)
             if index in late:  # met a stored document: its page is recounted
                 changes.exact.add(place)
             else:
