@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import gc
 import io
 import json
 import logging
@@ -7,8 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
+from aiokafka.errors import NotCoordinatorForGroupError
 
 from hookbay_common.logs import InvalidLogFormat, choose_format, configure_logging, get_logger
+from hookbay_common.process.loop import report_loop_errors
 
 
 @pytest.fixture(autouse=True)
@@ -137,3 +141,53 @@ class TestConsoleFormat:
         configure_logging("INFO", service="test", log_format="json")
         get_logger("hookbay.test").info("event_received")
         assert json.loads(capsys.readouterr().err)["event"] == "event_received"
+
+
+class TestLoopErrors:
+    """An exception no one retrieved: one JSON line naming it, never a traceback."""
+
+    @staticmethod
+    def abandon(failure: BaseException) -> None:
+        """Run a task that fails, drop it unretrieved, let the loop report it."""
+
+        async def background() -> None:
+            raise failure
+
+        loop = asyncio.new_event_loop()
+        report_loop_errors(loop)
+        try:
+            task = loop.create_task(background())
+            loop.run_until_complete(asyncio.wait([task]))
+            del task
+            gc.collect()  # the report comes when the failed task is collected
+        finally:
+            loop.close()
+
+    def test_a_kafka_error_is_a_warning_without_traceback(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        configure_logging("INFO", service="test")
+        self.abandon(NotCoordinatorForGroupError())
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        (line,) = [json.loads(line) for line in err.splitlines()]
+        assert (line["event"], line["level"], line["error"]) == (
+            "kafka_background_error", "warning", "NotCoordinatorForGroupError",
+        )  # fmt: skip
+        assert line["where"].endswith("background")
+        assert line["message"] == "Task exception was never retrieved"
+
+    def test_any_other_error_is_an_error_without_traceback(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        configure_logging("INFO", service="test")
+        self.abandon(RuntimeError("secret-ish detail"))
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert "secret-ish" not in err
+        (line,) = [json.loads(line) for line in err.splitlines()]
+        assert (line["event"], line["level"], line["error"]) == (
+            "loop_error",
+            "error",
+            "RuntimeError",
+        )

@@ -15,7 +15,7 @@ import uvloop
 from pydantic import ValidationError
 
 from hookbay_common.logs import InvalidLogFormat, configure_logging
-from hookbay_common.process import create_ops_app, serving, stop_on_signals
+from hookbay_common.process import create_ops_app, report_loop_errors, serving, stop_on_signals
 from hookbay_forwarder.delivery import Forwarder
 from hookbay_forwarder.process import Process
 from hookbay_forwarder.recorder import Recorder
@@ -30,6 +30,7 @@ ROLES: dict[str, Callable[[ForwarderSettings], Process]] = {
 
 
 async def serve(make: Callable[[], Process], host: str, port: int) -> int:
+    report_loop_errors()
     process = make()  # inside the loop: the Kafka clients bind to the running loop
     ops_app = create_ops_app(process.checks, process.metrics.registry, process.healthy)
     with stop_on_signals(process.request_stop):

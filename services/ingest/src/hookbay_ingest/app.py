@@ -25,7 +25,7 @@ from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook, load_plans
-from hookbay_common.process import Probes, mount_probes
+from hookbay_common.process import Probes, mount_probes, report_loop_errors
 from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
@@ -94,6 +94,7 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        report_loop_errors()
         await ingest.start()
         try:
             yield

@@ -31,7 +31,7 @@ from hookbay_common.clock import isoformat
 from hookbay_common.errors import ConfigurationError, HookbayError, LockHeld
 from hookbay_common.logs import InvalidLogFormat, configure_logging, get_logger
 from hookbay_common.plans import PlanBook, load_plans
-from hookbay_common.process import stop_on_signals
+from hookbay_common.process import report_loop_errors, stop_on_signals
 from hookbay_retention.metrics import export, registry_for
 from hookbay_retention.service import RetentionReport, run_once
 from hookbay_retention.settings import RetentionSettings
@@ -40,6 +40,7 @@ log = get_logger("hookbay.retention")
 
 
 async def _run(settings: RetentionSettings, plans: PlanBook, *, dry_run: bool) -> int:
+    report_loop_errors()
     work = asyncio.create_task(run_once(settings, plans, dry_run=dry_run))
     # cancelled between two awaits: the lock is released on the way out (``run``'s finally)
     with stop_on_signals(work.cancel):

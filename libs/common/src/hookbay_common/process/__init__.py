@@ -6,8 +6,11 @@
 - Graceful stop (``stop``): signal handlers that request a stop, and a uvicorn server that
   leaves signals to the process hosting it (an ops app inside a consumer process's loop) or
   drains before its graceful shutdown (ingest behind a load balancer).
+- Loop errors (``loop``): what the event loop reports on its own (an exception no task
+  retrieved) becomes one JSON line naming the failure, never a traceback.
 """
 
+from hookbay_common.process.loop import report_loop_errors
 from hookbay_common.process.probes import Checks, Probes, create_ops_app, mount_probes, probe_routes
 from hookbay_common.process.stop import (
     DrainingServer,
@@ -26,6 +29,7 @@ __all__ = [
     "create_ops_server",
     "mount_probes",
     "probe_routes",
+    "report_loop_errors",
     "serving",
     "stop_on_signals",
 ]
