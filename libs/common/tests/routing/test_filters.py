@@ -186,7 +186,9 @@ class TestArrays:
 
     def test_an_empty_array_has_no_element_to_match(self) -> None:
         verdict = body_verdict({"items": {"id": 1}}, {"items": []})
-        assert verdict.reason == "body.items: an empty array, no element to match (filter /body/items)"
+        assert (
+            verdict.reason == "body.items: an empty array, no element to match (filter /body/items)"
+        )
 
     def test_contains_objects_by_deep_equality(self) -> None:
         assert field_matches({"$contains": {"id": 1}}, [{"id": 1}])
@@ -323,7 +325,8 @@ class TestPathologicalInputs:
         for condition in [{"$eq": [[1]]}, {"$contains": [1]}, {"k": 1}, {"$in": [[1]]}, "x"]:
             verdict = body_verdict({"a": condition}, {"a": deep})
             assert not verdict.matched
-            assert verdict.reason is not None and len(verdict.reason) < 300
+            assert verdict.reason is not None
+            assert len(verdict.reason) < 300
 
     def test_a_long_array_is_scanned_without_recursion(self) -> None:
         items = [{"id": i} for i in range(100_000)]
@@ -361,7 +364,8 @@ class TestReasons:
     def test_reason(self, condition: Any, body: Any, reason: str) -> None:
         verdict = body_verdict(condition, body)
         assert verdict.reason == reason
-        assert verdict.pointer is not None and reason.endswith(f"(filter {verdict.pointer})")
+        assert verdict.pointer is not None
+        assert reason.endswith(f"(filter {verdict.pointer})")
 
     def test_the_first_failing_condition_in_written_order(self) -> None:
         verdict = body_verdict({"b": 1, "a": 1}, {})

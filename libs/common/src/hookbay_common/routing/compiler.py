@@ -202,7 +202,7 @@ class _ScopeCompiler:
                 fields.append(key)
                 continue
             if key not in OPERATORS:
-                close = difflib.get_close_matches(key, sorted(OPERATORS), n=1)
+                close = difflib.get_close_matches(key, sorted(OPERATORS), n=1, cutoff=0.8)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 raise FilterError(pointer_to(pointer, key), f"unknown operator {key}{hint}")
             ops.append(key)
