@@ -228,6 +228,10 @@ class TestScopes:
             'headers.x-github-event: "push" is not $eq "issues" (filter /headers/x-github-event)'
         )
 
+    def test_header_names_differing_in_case_are_one_header(self) -> None:
+        subject = Subject.from_request(b"", None, {"X-A": "1", "x-a": "2"}, {})
+        assert subject.headers == {"x-a": "1, 2"}
+
     def test_headers_with_a_dot_in_the_name_are_not_paths(self) -> None:
         subject = Subject({}, headers={"x.a": "1"})
         assert create_filter({"headers": {"x.a": "1"}}).evaluate(subject).matched
