@@ -262,6 +262,12 @@ class TestScopes:
         assert create_filter({}).evaluate(Subject("x")) == MATCHED
         assert create_filter({"body": {}, "headers": {}}).evaluate(Subject("x")) == MATCHED
 
+    def test_a_null_part_has_no_condition(self) -> None:
+        spec = {"body": {"a": 1}, "headers": None, "query": None}
+        assert create_filter(spec).evaluate(Subject({"a": 1})) == MATCHED
+        assert create_filter({"body": None}).evaluate(Subject(None)) == MATCHED
+        assert not create_filter({"body": {"$eq": None}}).evaluate(Subject("null")).matched
+
 
 class TestTextBody:
     def text_subject(self, body: bytes, content_type: str | None = "text/plain") -> Subject:

@@ -38,7 +38,8 @@ Compile = Callable[[object, str, str], Node]
 
 def compile_scopes(spec: object) -> tuple[tuple[str, Node], ...]:
     """The specification's scopes as ``(scope, node)`` in the order written; a scope whose
-    filter is ``{}`` is left out (it holds for everything)."""
+    filter is ``{}`` or ``null`` is left out (no condition on it: a schema that writes every
+    optional field, ``{"body": …, "headers": null, "query": null}``, means what it says)."""
     check_limits(spec)
     if not isinstance(spec, dict):
         raise FilterError("", "a filter is an object with body, headers or query")
@@ -98,7 +99,7 @@ class _ScopeCompiler:
         self.text = scope != "body"
 
     def root(self, spec: object, pointer: str) -> Node | None:
-        if spec == {}:
+        if spec is None or spec == {}:
             return None
         if self.text:
             if not isinstance(spec, dict):

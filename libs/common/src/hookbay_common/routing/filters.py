@@ -58,8 +58,7 @@ class Filter:
 
     def evaluate(self, subject: Subject) -> Verdict:
         for scope, node in self._scopes:
-            value = subject.body if scope == "body" else getattr(subject, scope)
-            failure = node.test(value)
+            failure = node.test(getattr(subject, scope))
             if failure is not None:
                 text = f"{failure.text()} (filter {failure.pointer})"
                 return Verdict(matched=False, reason=text, pointer=failure.pointer)

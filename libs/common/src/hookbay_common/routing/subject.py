@@ -17,11 +17,13 @@ class Subject:
 
     ``body``: the parsed JSON value when the body is JSON, else its text (UTF-8, invalid bytes
     replaced); ``body_is_json`` says which. ``headers``: names lowercased. ``query``: a
-    parameter given once is a string, a repeated one the list of its values in order."""
+    parameter given once is a string, a repeated one the list of its values in order.
+    ``from_request`` builds it from a request; built directly, it takes values already in
+    that form (plain dicts, lowercase header names)."""
 
     body: object
-    headers: Mapping[str, str] = field(default_factory=dict)
-    query: Mapping[str, str | list[str]] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str | list[str]] = field(default_factory=dict)
     body_is_json: bool = True
 
     @classmethod
