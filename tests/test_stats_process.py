@@ -208,7 +208,7 @@ async def recorded(db: Database, request_id: str) -> Event:
 
 
 class TestKnownMix:
-    async def test_stats_equal_what_was_sent_minute_by_minute(
+    async def test_stats_equal_what_was_sent_minute_by_minute_then_probes_and_sigterm(
         self, penv: dict[str, str], fs: ForwarderSettings, producer: AIOKafkaProducer,
         stats: StatsRepository, tmp_path: Path,
     ) -> None:  # fmt: skip
@@ -255,6 +255,7 @@ class TestKnownMix:
         async with service_process("stats", penv, tmp_path / "stats.log") as process:
             await all_counted(fs, process)
             m0, m1, m2, m3 = await minutes(stats, webhook, T0, 4)
+            await answers_its_probes(process)
 
         assert (m0.counts.received, m0.counts.rejected) == (4, 1)  # 10:00:59.999 is minute 0
         assert (m1.counts.received, m1.counts.rejected) == (1, 1)
@@ -750,17 +751,16 @@ class TestThroughThePipeline:
             assert len(receiver.received(urls[name])) == count, name
 
 
-class TestOps:
-    async def test_health_readiness_and_metrics(self, penv: dict[str, str], tmp_path: Path) -> None:
-        async with service_process("stats", penv, tmp_path / "stats.log") as process:
-            assert (await process.get("/healthz")).json() == {"status": "ok"}
-            ready = (await process.get("/readyz")).json()
-            assert ready == {"ready": True, "kafka": True, "recovered": True, "mongo": True}
-            samples = parse_metrics((await process.get("/metrics")).text)
-            for metric in (
-                "hookbay_stats_late_records_total", "hookbay_stats_buckets_written_total",
-                "hookbay_stats_seconds_since_flush", "hookbay_stats_flushes_total",
-            ):  # fmt: skip
-                assert has(samples, metric), metric
-            process.terminate()
-            assert await process.wait() == 0
+async def answers_its_probes(process: ServiceProcess) -> None:
+    """/healthz, /readyz and /metrics of a running stats process, then SIGTERM: exit 0."""
+    assert (await process.get("/healthz")).json() == {"status": "ok"}
+    ready = (await process.get("/readyz")).json()
+    assert ready == {"ready": True, "kafka": True, "recovered": True, "mongo": True}
+    samples = parse_metrics((await process.get("/metrics")).text)
+    for metric in (
+        "hookbay_stats_late_records_total", "hookbay_stats_buckets_written_total",
+        "hookbay_stats_seconds_since_flush", "hookbay_stats_flushes_total",
+    ):  # fmt: skip
+        assert has(samples, metric), metric
+    process.terminate()
+    assert await process.wait() == 0
