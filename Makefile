@@ -135,7 +135,7 @@ test: install lint web browser
 	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
 	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
 	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \
-	  $(UV) run --frozen pytest -n 0 -m heavy $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
+	  $(UV) run --frozen pytest -n $(PYTEST_WORKERS) -m heavy $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
 	  $(TEST_ENV) $(INFRA) down; exit $$status
 
 # the accessibility browser test, saving what it checks: docs/screenshots/<screen>-<theme>.png

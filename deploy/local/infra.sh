@@ -13,7 +13,9 @@
 # HOOKBAY_INFRA_MONGO_PORT (27017), HOOKBAY_INFRA_REDIS_PORT (6379),
 # HOOKBAY_FERRETDB_BACKEND (postgresql, the default, or sqlite; see docs/ferretdb-backends.md),
 # HOOKBAY_INFRA_PG_PORT (5433; PostgreSQL runs as system user hookbay-pg, created when missing),
-# HOOKBAY_INFRA_PG_SHARED_BUFFERS (1GB).
+# HOOKBAY_INFRA_PG_SHARED_BUFFERS (1GB), HOOKBAY_INFRA_PG_EXTERNAL (set: FerretDB uses the
+# PostgreSQL already listening on HOOKBAY_INFRA_PG_PORT, which this run never starts or stops; the
+# tests' private FerretDB shares the test PostgreSQL this way).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -266,7 +268,8 @@ case "$command" in
   up)
     install_all
     if wanted kafka; then up_kafka; fi
-    if [ "$BACKEND" = postgresql ] && { wanted postgres || wanted ferretdb; }; then up_postgres; fi
+    if [ "$BACKEND" = postgresql ] && [ -z "${HOOKBAY_INFRA_PG_EXTERNAL:-}" ] &&
+       { wanted postgres || wanted ferretdb; }; then up_postgres; fi
     if wanted ferretdb; then up_ferretdb; fi
     if wanted redis; then up_redis; fi
     ;;

@@ -1,5 +1,5 @@
-"""Private servers for failure tests: a Kafka broker or a FerretDB (SQLite backend) of the test's
-own, started, stopped and killed through ``deploy/local/infra.sh`` (data kept across restarts)."""
+"""Private servers for failure tests: a Kafka broker or a FerretDB process of the test's own,
+started, stopped and killed through ``deploy/local/infra.sh`` (data kept across restarts)."""
 
 from __future__ import annotations
 
@@ -64,10 +64,15 @@ class PrivateBroker(PrivateServer):
 
 
 class PrivateFerretDB(PrivateServer):
+    """A FerretDB process of the test's own over the test infrastructure's PostgreSQL (the
+    production backend; the PostgreSQL server is shared and stays up): stopping it takes the
+    MongoDB endpoint away, starting it brings the same data back."""
+
     def __init__(self, run_dir: Path) -> None:
         self.port = free_port()
         self.url = f"mongodb://127.0.0.1:{self.port}"
         super().__init__(
             "ferretdb", run_dir,
-            {"HOOKBAY_INFRA_MONGO_PORT": str(self.port), "HOOKBAY_FERRETDB_BACKEND": "sqlite"},
+            {"HOOKBAY_INFRA_MONGO_PORT": str(self.port), "HOOKBAY_FERRETDB_BACKEND": "postgresql",
+             "HOOKBAY_INFRA_PG_EXTERNAL": "1"},
         )  # fmt: skip
