@@ -84,3 +84,11 @@ class TestHoldRepository:
         }
         assert indexes["destination_seq"].get("unique") is True
         assert "destination_page" in indexes
+
+    async def test_drop_forgets_a_destination(self, db: Database) -> None:
+        repo, dest = HoldRepository(db), unique_name("dst_")
+        await repo.append(dest, tasks(120), held_at=utcnow())
+        await repo.drop(dest)
+        assert await stored(db, dest) == []
+        assert dest not in await repo.holding()
+        assert await repo.append(dest, tasks(1), held_at=utcnow()) == 0

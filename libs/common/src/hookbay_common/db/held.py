@@ -190,6 +190,16 @@ class HoldRepository:
         except PyMongoError as exc:
             raise HoldStoreError(str(exc)) from exc
 
+    async def drop(self, destination: str) -> None:
+        """Forget everything ``destination`` holds (the destination or its owner was deleted)."""
+        async with self._write:
+            try:
+                await self._held.delete_many({"destination": destination})
+                await self._lanes.delete_one({"_id": destination})
+                self._next.pop(destination, None)
+            except PyMongoError as exc:
+                raise HoldStoreError(str(exc)) from exc
+
     async def holding(self) -> list[str]:
         """Every destination holding tasks (to drain after a restart)."""
         try:
