@@ -80,7 +80,8 @@ class TestHoldRepository:
     async def test_migrate_makes_the_unique_seq_index_idempotently(self, db: Database) -> None:
         await migrate(db)
         indexes = {
-            info["name"]: info async for info in await db[Collections.HELD_DELIVERIES].list_indexes()
+            info["name"]: info
+            async for info in await db[Collections.HELD_DELIVERIES].list_indexes()
         }
         assert indexes["destination_seq"].get("unique") is True
         assert "destination_page" in indexes

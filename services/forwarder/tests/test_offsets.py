@@ -22,7 +22,6 @@ class TestPartitionOffsets:
     def test_nothing_read_nothing_to_commit(self) -> None:
         assert PartitionOffsets().committable() is None
 
-
     def test_a_record_of_several_pieces_is_done_when_all_are(self) -> None:
         part = PartitionOffsets()
         part.add(5, units=3)

@@ -56,7 +56,9 @@ class Recorder:
 
 
 async def held_docs(db: Database, destination: str) -> int:
-    return len([d async for d in db[Collections.HELD_DELIVERIES].find({"destination": destination})])
+    return len(
+        [d async for d in db[Collections.HELD_DELIVERIES].find({"destination": destination})]
+    )
 
 
 async def hold(settings: Settings, destination: str, count: int) -> list[str]:
@@ -73,7 +75,9 @@ async def hold(settings: Settings, destination: str, count: int) -> list[str]:
 
 
 class TestHeldAcrossRestarts:
-    async def test_a_new_instance_drains_them_in_order(self, settings: Settings, db: Database) -> None:
+    async def test_a_new_instance_drains_them_in_order(
+        self, settings: Settings, db: Database
+    ) -> None:
         dest = unique_name("dst_")
         ids = await hold(settings, dest, 130)
         assert await held_docs(db, dest) == 130

@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from hookbay_common.db.held import HeldTask, HoldState, HoldStoreError
 from hookbay_common.logs import get_logger
@@ -160,12 +160,15 @@ class Lane:
         if self.mode is LaneMode.HOLDING or not self.config.active:
             self.hold([entry])
             return
+        self._enqueue(entry)
+        self.pump()
+
+    def _enqueue(self, entry: _Entry) -> None:
         due = self._due(entry.task)
         if due > self._clock.monotonic():
             heapq.heappush(self.later, (due, next(self._order), entry))
         else:
             self.queue.append(entry)
-        self.pump()
 
     def _due(self, task: DestinationTask) -> float:
         ahead = (task.not_before - self._clock.now()).total_seconds()
@@ -284,7 +287,7 @@ class Lane:
                           problem=str(exc))  # fmt: skip
                 self.released_one(held.seq)
                 continue
-            self.queue.append(_Entry(task, None, held.seq, held.held_at))
+            self._enqueue(_Entry(task, None, held.seq, held.held_at))
         self.pump()
 
     def released_one(self, seq: int) -> None:
@@ -303,9 +306,14 @@ class Lane:
         """Another consumer owns the destination now: stop draining, forget what was fed and
         not started (it stays in the store), read the store's state again if it comes back."""
         self._stop_drain()
+        fed = [e.offset for e in self.queue if e.partition is None]
+        fed += [e.offset for _, _, e in self.later if e.partition is None]
         self.queue = deque(e for e in self.queue if e.partition is not None)
+        self.later = [item for item in self.later if item[2].partition is not None]
+        heapq.heapify(self.later)
+        if fed:  # running drained tasks still release their seqs when they finish
+            self.released.rewind(min(fed))
         self.cursor = None
-        self.released = PartitionOffsets()
 
     @property
     def idle(self) -> bool:
@@ -406,11 +414,23 @@ class Lanes:
             if not owns(destination) and lane.mode is LaneMode.HOLDING:
                 lane.disown()
 
-    async def revoke(self, partitions: Iterable[Hashable], grace: float) -> dict[Hashable, int]:
+    async def revoke(
+        self,
+        partitions: Iterable[Hashable],
+        grace: float,
+        owns: Callable[[str], bool] | None = None,
+    ) -> dict[Hashable, int]:
         """Hand ``partitions`` back: forget their tasks not started (the next owner reads them
-        again), wait up to ``grace`` for their running ones, and return the offsets to commit
-        for them; they are forgotten afterwards."""
+        again), stop draining the destinations ``owns`` no longer accepts, wait up to ``grace``
+        for their running attempts and for the hold-store writes under way (so the next owner's
+        ``adopt`` sees every task held here), and return the offsets to commit for them; they
+        are forgotten afterwards. What did not finish within ``grace`` is done again by the next
+        owner (at-least-once)."""
         gone = set(partitions)
+        if owns is not None:
+            for destination, lane in list(self._lanes.items()):
+                if not owns(destination) and lane.mode is LaneMode.HOLDING:
+                    lane.disown()
         for lane in self._lanes.values():
             kept = [e for e in lane.queue if e.partition not in gone]
             later = [item for item in lane.later if item[2].partition not in gone]
@@ -420,9 +440,16 @@ class Lanes:
             heapq.heapify(lane.later)
             if dropped:
                 lane.space.set()
-        running = [task for task, partition in self._running.items() if partition in gone]
-        if running:
-            await asyncio.wait(running, timeout=grace)
+        waiting: list[asyncio.Future[Any]] = [
+            task for task, partition in self._running.items() if partition in gone
+        ]
+        if self._writer is not None and not self._writer.done():
+            waiting.append(asyncio.ensure_future(self._ops.join()))
+        if waiting:
+            _, late = await asyncio.wait(waiting, timeout=grace)
+            for future in late:
+                if future not in self._running:
+                    future.cancel()  # only the wait for the writer: running attempts go on
         offsets = {}
         for partition in gone:
             tracker = self._partitions.pop(partition, None)
@@ -599,11 +626,12 @@ class Lanes:
         if lane.cursor is None:
             state = await self._retrying(functools.partial(self._store.state, lane.destination))
             lane.cursor = state.head - 1
+            lane.released.rewind(state.head)  # seqs from head on are fed again
             lane.advanced = state.head
             lane.held = max(lane.held, state.count)
             lane.oldest_held_at = state.oldest_held_at or lane.oldest_held_at
         while lane.mode is LaneMode.HOLDING and lane.config.active and not self.closing:
-            room = window - len(lane.queue) - lane.running
+            room = window - len(lane.queue) - len(lane.later) - lane.running
             if room <= 0:
                 lane.space.clear()
                 await lane.space.wait()
