@@ -11,7 +11,7 @@ from typing import Any
 
 from pymongo import AsyncMongoClient
 
-from hookbay_common.db import Collections, Database, HoldRepository
+from hookbay_common.db import Collections, Database, HoldRepository, HoldStoreError
 from hookbay_common.db import client as db_client
 from hookbay_common.routing.tasks import DestinationTask
 from hookbay_common.settings import Settings
@@ -29,16 +29,25 @@ async def instance(
     configs: dict[str, LaneConfig],
     *,
     grace: float = 5.0,
+    repository: type[HoldRepository] = HoldRepository,
 ) -> AsyncIterator[tuple[Lanes, HoldRepository]]:
     """One forwarder process's lanes: its own client, repository and lanes."""
     mongo: AsyncMongoClient[dict[str, Any]] = db_client.connect(settings.mongo_url)
-    repo = HoldRepository(db_client.database(mongo))
+    repo = repository(db_client.database(mongo))
     lanes = Lanes(deliver, configs.get, repo, drain_window=8)
     try:
         yield lanes, repo
     finally:
         await lanes.close(grace)
         await mongo.close()
+
+
+class ProgressLost(HoldRepository):
+    """A store that never records a drain's progress: what a crash right after each delivery,
+    before the writer got to it, leaves behind."""
+
+    async def advance(self, destination: str, head: int) -> None:
+        raise HoldStoreError("progress not written (test)")
 
 
 class Recorder:
@@ -129,4 +138,29 @@ class TestHeldAcrossRestarts:
             assert recorder.delivered[:20] == held  # started in order; 4 at a time may
             assert sorted(recorder.delivered[20:]) == sorted(t.delivery_id for t in newer)
             await until(lambda: lanes.committable(P) == 10, what="offsets committable")
+        assert await held_docs(db, dest) == 0
+
+    async def test_a_drain_whose_progress_was_lost_delivers_again_in_order(
+        self, settings: Settings, db: Database
+    ) -> None:
+        """Draining the same held tasks twice is harmless: at-least-once, in order, and the
+        store ends empty."""
+        dest = unique_name("dst_")
+        ids = await hold(settings, dest, 30)
+        configs = {dest: LaneConfig(max_concurrency=1)}
+        first = Recorder(stop_after=20)
+        async with instance(settings, first.deliver, configs, grace=0, repository=ProgressLost) as (
+            lanes,
+            _,
+        ):
+            await lanes.adopt(lambda d: True)
+            await until(first.blocked.is_set, what="the first instance stuck mid-drain")
+        assert first.delivered == ids[:20]
+        second = Recorder()
+        async with instance(settings, second.deliver, configs) as (lanes, repo):
+            await lanes.adopt(lambda d: d == dest)
+            await until(lambda: len(second.delivered) == 30, what="the drain finished")
+            await until(lambda: lanes.snapshot(dest) is None, what="the lane live and idle")
+            assert dest not in await repo.holding()
+        assert second.delivered == ids  # the first 20 twice in all, every one in order
         assert await held_docs(db, dest) == 0

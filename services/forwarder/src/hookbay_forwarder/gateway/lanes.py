@@ -74,6 +74,8 @@ deliver function decides what an unknown destination means."""
 DEFAULT_MAX_BUFFERED = 1000
 STORE_BACKOFF_MIN = 0.2
 STORE_BACKOFF_MAX = 5.0
+SWEEP_EVERY = 1024
+"""Submissions between two sweeps of idle lanes (a lane idle with a full bucket is dropped)."""
 HOLD_BATCH = 16
 """Held tasks of one lane written in one store call, at most."""
 
@@ -360,6 +362,7 @@ class Lanes:
         self._running: dict[asyncio.Task[None], Hashable | None] = {}
         self._ops: asyncio.Queue[tuple[Lane, list[_Entry]] | Lane] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
+        self._submitted = 0
         self.closing = False
         self.crashed: BaseException | None = None
         """The exception a deliver function raised: a bug; the consume loop should stop."""
@@ -383,6 +386,10 @@ class Lanes:
             self.lane(task.destination).accept(_Entry(task, partition, offset))
         if self._buffered.get(partition, 0) > self._max_buffered:
             self._spill_largest(partition)
+        self._submitted += 1
+        if self._submitted % SWEEP_EVERY == 0:
+            for lane in list(self._lanes.values()):
+                self._forget_if_idle(lane)
 
     def committable(self, partition: Hashable) -> int | None:
         """The offset of ``partition`` to commit: every task below it is handled or held."""
