@@ -3,6 +3,7 @@
 from hookbay_dev.factories import (
     TEST_SECRET_KEY,
     create_attempt,
+    create_destination_task,
     create_event,
     create_user,
     create_webhook,
@@ -12,6 +13,7 @@ from hookbay_dev.factories import (
 __all__ = [
     "TEST_SECRET_KEY",
     "create_attempt",
+    "create_destination_task",
     "create_event",
     "create_user",
     "create_webhook",

@@ -15,6 +15,7 @@ class IdPrefix(StrEnum):
     TOKEN = "tok"  # noqa: S105 - an id prefix
     CHAIN = "chn"
     REPLAY_JOB = "rpj"
+    DELIVERY = "dlv"
 
 
 def new_id(prefix: IdPrefix) -> str:

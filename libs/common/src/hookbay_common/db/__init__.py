@@ -6,6 +6,7 @@ FerretDB support: no transactions, change streams, TTL indexes, ``$facet`` or ``
 
 from hookbay_common.db.client import Collections, Database, connect, database, migrate
 from hookbay_common.db.events import AttemptRepository, EventCursor, EventRepository
+from hookbay_common.db.held import HeldTask, HoldRepository, HoldState, HoldStoreError
 from hookbay_common.db.locks import Lease, LockRepository
 from hookbay_common.db.replays import ReplayJob, ReplayJobRepository, ReplayJobStatus
 from hookbay_common.db.sessions import SessionRepository
@@ -20,6 +21,10 @@ __all__ = [
     "Database",
     "EventCursor",
     "EventRepository",
+    "HeldTask",
+    "HoldRepository",
+    "HoldState",
+    "HoldStoreError",
     "Lease",
     "LockRepository",
     "ReplayJob",

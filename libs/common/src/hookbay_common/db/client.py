@@ -26,6 +26,8 @@ class Collections:
     REPLAY_JOBS: Final = "replay_jobs"
     LOCKS: Final = "locks"
     MIGRATIONS: Final = "migrations"
+    HELD_DELIVERIES: Final = "held_deliveries"
+    HELD_LANES: Final = "held_lanes"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {
@@ -80,6 +82,15 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
     Collections.REPLAY_JOBS: [
         IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),
         IndexModel([("webhook_id", ASCENDING), ("status", ASCENDING)], name="webhook_status"),
+    ],
+    Collections.HELD_DELIVERIES: [
+        IndexModel(
+            [("destination", ASCENDING), ("seq", ASCENDING)], unique=True, name="destination_seq"
+        ),
+        IndexModel([("destination", ASCENDING), ("page", ASCENDING)], name="destination_page"),
+    ],
+    Collections.HELD_LANES: [
+        IndexModel([("held", ASCENDING)], name="held"),
     ],
 }
 
