@@ -657,6 +657,9 @@ class Lanes:
                 lane.mode = LaneMode.LIVE
                 log.info("lane_drained", destination=lane.destination)
                 lane.pump()
+                # its last delivery may have finished before the drain saw the store empty:
+                # nothing else would forget the idle lane (once this task has ended)
+                asyncio.get_running_loop().call_soon(self._forget_if_idle, lane)
                 return
             await lane.held_changed.wait()
 
