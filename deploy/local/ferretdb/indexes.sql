@@ -34,6 +34,7 @@ LANGUAGE sql IMMUTABLE AS $$
     WHEN 'sessions' THEN ARRAY['_id', 'username']
     WHEN 'api_tokens' THEN ARRAY['_id', 'token_hash', 'username']
     WHEN 'webhooks' THEN ARRAY['_id', 'username']
+    WHEN 'destinations' THEN ARRAY['_id', 'username']
     ELSE ARRAY['_id']
   END
 $$;

@@ -15,6 +15,8 @@ class IdPrefix(StrEnum):
     TOKEN = "tok"  # noqa: S105 - an id prefix
     CHAIN = "chn"
     REPLAY_JOB = "rpj"
+    DESTINATION = "dst"
+    ROUTE = "rte"
 
 
 def new_id(prefix: IdPrefix) -> str:

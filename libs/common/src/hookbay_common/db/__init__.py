@@ -5,6 +5,7 @@ FerretDB support: no transactions, change streams, TTL indexes, ``$facet`` or ``
 """
 
 from hookbay_common.db.client import Collections, Database, connect, database, migrate
+from hookbay_common.db.destinations import DestinationRepository
 from hookbay_common.db.events import AttemptRepository, EventCursor, EventRepository
 from hookbay_common.db.locks import Lease, LockRepository
 from hookbay_common.db.replays import ReplayJob, ReplayJobRepository, ReplayJobStatus
@@ -18,6 +19,7 @@ __all__ = [
     "AttemptRepository",
     "Collections",
     "Database",
+    "DestinationRepository",
     "EventCursor",
     "EventRepository",
     "Lease",
