@@ -32,9 +32,7 @@ class WebhookRepository:
         self._box = box
 
     def _to_document(self, webhook: Webhook) -> dict[str, Any]:
-        doc = webhook.model_dump(
-            mode="python", exclude={"id", "secret", "verification", "routes"}
-        )
+        doc = webhook.model_dump(mode="python", exclude={"id", "secret", "verification", "routes"})
         doc["_id"] = webhook.id
         doc["secret"] = self._seal(webhook.secret)
         doc["verification"] = self._seal_verification(webhook.verification)
