@@ -317,5 +317,6 @@ class TestChangeLog:
         assert created.destination.headers["authorization"].get_secret_value() == (
             "Bearer log-me-not"
         )
-        assert paused.destination is not None and paused.destination.state == "paused"
+        assert paused.destination is not None
+        assert paused.destination.state == "paused"
         assert deleted.deleted
