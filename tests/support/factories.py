@@ -3,7 +3,9 @@
 from hookbay_dev.factories import (
     TEST_SECRET_KEY,
     create_attempt,
+    create_destination,
     create_event,
+    create_route,
     create_user,
     create_webhook,
     unique_name,
@@ -12,7 +14,9 @@ from hookbay_dev.factories import (
 __all__ = [
     "TEST_SECRET_KEY",
     "create_attempt",
+    "create_destination",
     "create_event",
+    "create_route",
     "create_user",
     "create_webhook",
     "unique_name",

@@ -134,14 +134,15 @@ class WebhookRepository:
         """Store ``routes`` as the routes of ``webhook`` if the stored webhook is still the one
         read (its ``updated_at`` unchanged), moving ``updated_at`` forward; ``None`` when
         another write came first (read again and retry). ``WebhookNotFound`` when it is gone."""
-        moved = max(utcnow(), webhook.updated_at + timedelta(milliseconds=1))
+        read_at = stored_moment(webhook.updated_at)
+        moved = max(utcnow(), read_at + timedelta(milliseconds=1))
         change: dict[str, Any] = {"$set": {"updated_at": moved}}
         if routes:
             change["$set"]["routes"] = routes_to_document(routes)
         else:
             change["$unset"] = {"routes": ""}
         doc = await self._webhooks.find_one_and_update(
-            {"_id": webhook.id, "updated_at": webhook.updated_at},
+            {"_id": webhook.id, "updated_at": read_at},
             change,
             return_document=ReturnDocument.AFTER,
         )
@@ -174,3 +175,8 @@ def routes_from_document(docs: list[dict[str, Any]]) -> list[Route]:
         doc["filter"] = json.loads(text) if text is not None else None
         routes.append(Route.model_validate(doc))
     return routes
+
+
+def stored_moment(moment: datetime) -> datetime:
+    """``moment`` as the store keeps it: BSON dates hold whole milliseconds."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)

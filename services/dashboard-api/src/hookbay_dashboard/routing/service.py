@@ -96,6 +96,8 @@ class RouteService:
     async def create(
         self, username: str, webhook_name: str, write: RouteCreate
     ) -> tuple[Webhook, int]:
+        """Add a route; another owner's webhook is a 404 before the fields are looked at."""
+        await self._webhooks.require(username, webhook_name)
         check_resource_name(write.name)
         await self._check_destination(username, write.destination)
         checked_filter(write.filter)
@@ -124,6 +126,7 @@ class RouteService:
         self, username: str, webhook_name: str, name: str, write: RouteUpdate
     ) -> tuple[Webhook, int]:
         """Change the fields sent; nothing sent reads the route."""
+        await self.get(username, webhook_name, name)  # 404s before the fields
         sent = write.model_fields_set & {"destination", "enabled", "filter", "position"}
         if "destination" in sent and write.destination is not None:
             await self._check_destination(username, write.destination)
