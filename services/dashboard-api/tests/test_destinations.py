@@ -224,7 +224,7 @@ class TestChange:
             ("GET", f"{API}/nope"), ("PATCH", f"{API}/nope"), ("DELETE", f"{API}/nope"),
             ("POST", f"{API}/nope/pause"), ("POST", f"{API}/nope/resume"),
         ]:  # fmt: skip
-            body = {} if method in {"PATCH", "POST"} else None
+            body: dict[str, Any] | None = {} if method in {"PATCH", "POST"} else None
             response = await owner.client.request(method, path, json=body)
             assert response.status_code == 404, (method, path)
             assert response.json()["error"] == "Destination not found"
