@@ -158,13 +158,14 @@ class TestRoute:
             assert (status, message in err) == (code, True), (args, err)
         stranger = await cli_dashboard.owner()
         other = {**owner_env, "HOOKBAY_TOKEN": stranger.token}
-        for args in (
+        foreign: list[tuple[str, ...]] = [
             ("route", "list", "orders"), ("route", "show", "orders", "r"),
             ("route", "dry-run", "orders", "r"), ("route", "delete", "orders", "r"),
             ("destination", "show", "billing"), ("destination", "pause", "billing"),
             ("destination", "delete", "billing"),
-        ):  # fmt: skip
-            status, _, err = await hookbay(*args, env=other)
-            assert status == 2, (args, err)
+        ]  # fmt: skip
+        for command in foreign:
+            status, _, err = await hookbay(*command, env=other)
+            assert status == 2, (command, err)
             assert err.startswith("hookbay: ")
         assert [r["name"] for r in await ok_json("route", "list", "orders", env=owner_env)] == ["r"]
