@@ -121,7 +121,7 @@ class TestCreate:
             ({"destination": ""}, ["body", "destination"], "at least 1"),
             ({"enabled": "maybe"}, ["body", "enabled"], "valid boolean"),
             ({"filter": "type = paid"}, ["body", "filter"], "valid dictionary"),
-            ({"filter": {"path": {"a": 1}}}, ["body", "filter", "path"], "filter"),
+            ({"filter": {"path": {"a": 1}}}, ["body", "filter", "path"], "filter /path"),
             ({"filter": {"body": {"k": "v" * 17000}}}, ["body", "filter"], "at most"),
             ({"transform": "reshape"}, ["body", "transform"], "not available yet"),
             ({"dedupe": {"window_s": 60}}, ["body", "dedupe"], "not available yet"),
@@ -140,6 +140,30 @@ class TestCreate:
         answer = response.json()
         assert answer["detail"][0]["loc"][: len(loc)] == loc, answer
         assert fragment in answer["message"], answer
+        assert await names(owner) == []
+
+    @pytest.mark.parametrize(
+        ("spec", "pointer", "fragment"),
+        [
+            ({"body": {"amount": {"$gtx": 5}}}, "/body/amount/$gtx", "unknown operator $gtx"),
+            ({"body": {"type": {"$in": "paid"}}}, "/body/type/$in", "needs a list"),
+            ({"headers": {"x-n": 5}}, "/headers/x-n", ""),
+            ({"body": {"a": {}}}, "/body/a", ""),
+            ({"path": {"a": 1}}, "/path", ""),
+        ],
+    )
+    async def test_a_filter_the_engine_refuses_names_its_pointer(
+        self, dashboard: Dashboard, spec: dict[str, Any], pointer: str, fragment: str
+    ) -> None:
+        owner = await setup(dashboard)
+        response = await add(owner, "r", filter=spec)
+        assert response.status_code == 422, response.text
+        answer = response.json()
+        (detail,) = answer["detail"]
+        assert (detail["pointer"], detail["type"]) == (pointer, "filter_invalid")
+        assert detail["loc"] == ["body", "filter", *pointer.split("/")[1:]]
+        assert f"filter {pointer}: " in answer["message"]
+        assert fragment in detail["msg"]
         assert await names(owner) == []
 
     async def test_null_reserved_fields_are_accepted(self, dashboard: Dashboard) -> None:
@@ -192,6 +216,7 @@ class TestChange:
             ({"position": 2}, ["body", "position"]),
             ({"destination": "nowhere"}, ["body", "destination"]),
             ({"filter": {"nope": {}}}, ["body", "filter", "nope"]),
+            ({"filter": {"body": {"n": {"$lt": []}}}}, ["body", "filter", "body", "n", "$lt"]),
             ({"transform": "t"}, ["body", "transform"]),
             ({"name": "renamed"}, ["body", "name"]),
         ],
@@ -339,6 +364,34 @@ class TestDryRun:
         run = (await owner.client.post(f"{HOOKS}/orders/routes/r/dry-run", json={})).json()
         assert run["events"][0]["reason"] == "the route is disabled"
 
+    async def test_the_filter_decides_with_reasons(self, dashboard: Dashboard) -> None:
+        owner = await setup(dashboard)
+        spec = {"body": {"type": {"$startsWith": "invoice."}}, "headers": {"x-env": "live"}}
+        await add(owner, "invoices", filter=spec)
+        live = {"content-type": "application/json", "x-env": "live"}
+        paid, refund, test_env, text = (
+            await store(dashboard, owner, 1, body=b'{"type": "invoice.paid"}',
+                        request_headers=live),
+            await store(dashboard, owner, 1, body=b'{"type": "charge.refunded"}',
+                        request_headers=live),
+            await store(dashboard, owner, 1, body=b'{"type": "invoice.paid"}',
+                        request_headers={"content-type": "application/json", "x-env": "test"}),
+            await store(dashboard, owner, 1, body=b"type=invoice.paid", content_type="text/plain",
+                        request_headers={"content-type": "text/plain", "x-env": "live"}),
+        )  # fmt: skip
+        run = (await owner.client.post(f"{HOOKS}/orders/routes/invoices/dry-run", json={})).json()
+        verdicts = {e["event_id"]: e for e in run["events"]}
+        assert run["matched"] == 1
+        assert verdicts[paid[0].id]["matched"] is True
+        assert verdicts[paid[0].id]["pointer"] is None
+        assert verdicts[refund[0].id]["pointer"] == "/body/type/$startsWith"
+        assert "charge.refunded" in verdicts[refund[0].id]["reason"]
+        assert verdicts[test_env[0].id]["pointer"] == "/headers/x-env"
+        assert verdicts[text[0].id]["matched"] is False  # a text body has no fields
+        draft = {"route": {"filter": {"body": {"type": "charge.refunded"}}}}
+        tried = await owner.client.post(f"{HOOKS}/orders/routes/invoices/dry-run", json=draft)
+        assert [e["event_id"] for e in tried.json()["events"] if e["matched"]] == [refund[0].id]
+
     async def test_an_unsaved_route(self, dashboard: Dashboard) -> None:
         owner = await setup(dashboard)
         await store(dashboard, owner, 2)
@@ -363,6 +416,10 @@ class TestDryRun:
             ({"last": "all"}, ["body", "last"]),
             ({"route": {"transform": "t"}}, ["body", "route", "transform"]),
             ({"route": {"filter": {"nope": 1}}}, ["body", "route", "filter", "nope"]),
+            (
+                {"route": {"filter": {"body": {"a": {"$gtx": 1}}}}},
+                ["body", "route", "filter", "body", "a", "$gtx"],
+            ),
             ({"route": "r"}, ["body", "route"]),
             ({"extra": 1}, ["body", "extra"]),
         ],

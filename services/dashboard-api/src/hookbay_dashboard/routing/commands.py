@@ -251,7 +251,7 @@ def route_dry_run(
     run = state.run(work)
     events = [
         {"event_id": e.id, "request_id": e.request_id, "created_at": e.created_at,
-         "matched": v.matched, "reason": v.reason}
+         "matched": v.matched, "reason": v.reason, "pointer": v.pointer}
         for e, v in run.results
     ]  # fmt: skip
     matched = sum(1 for e in events if e["matched"])

@@ -78,6 +78,7 @@ async def dry_run_route(
             created_at=event.created_at,
             matched=verdict.matched,
             reason=verdict.reason,
+            pointer=verdict.pointer,
         )
         for event, verdict in run.results
     ]

@@ -130,6 +130,11 @@ class DryRunEvent(BaseModel):
     created_at: Timestamp
     matched: bool
     reason: str | None = Field(description="Why it did not match (null when it matched).")
+    pointer: str | None = Field(
+        default=None,
+        description="The failing condition's place in the filter (JSON pointer), when a "
+        "filter condition failed.",
+    )
 
 
 class DryRunResult(BaseModel):

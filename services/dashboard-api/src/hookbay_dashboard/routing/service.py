@@ -24,8 +24,10 @@ from hookbay_common.errors import (
     RouteLimitReached,
     RouteNotFound,
 )
+from hookbay_common.httperrors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Event, Route, Webhook
+from hookbay_common.routing.filters import MATCHED, FilterError, Subject, Verdict, compile_filter
 from hookbay_dashboard.destinations.service import check_resource_name
 from hookbay_dashboard.routing.schemas import RouteCreate, RouteDraft, RouteUpdate
 
@@ -35,13 +37,17 @@ MAX_FILTER_BYTES: Final = 16 * 1024
 """A filter's size as JSON text: twenty of them keep a webhook's record far below Kafka's
 message limit."""
 WRITE_ATTEMPTS: Final = 5
-FILTER_SCOPES: Final = ("body", "headers", "query")
+NO_QUERY: Final[dict[str, str | list[str]]] = {}
+"""Stored events do not keep their request's query string: a dry run sees no parameters."""
 
 
-@dataclass(frozen=True)
-class Verdict:
-    matched: bool
-    reason: str | None = None
+class FilterRefused(InvalidRequest):
+    """A filter the engine refuses, as a 422 whose ``detail`` names the JSON pointer."""
+
+    status_code = 422
+
+    def __init__(self, exc: FilterError, loc: tuple[str, ...]) -> None:
+        super().__init__(str(exc), detail=[exc.to_detail(("body", *loc))])
 
 
 @dataclass(frozen=True)
@@ -53,21 +59,32 @@ class DryRun:
 
 
 def checked_filter(spec: dict[str, Any] | None, loc: tuple[str, ...] = ("filter",)) -> None:
-    """``InvalidField`` (422) naming where ``spec`` is refused."""
-    if spec is None:
-        return
-    if len(json.dumps(spec)) > MAX_FILTER_BYTES:
+    """A 422 naming where ``spec`` is refused: by the engine (``FilterRefused``, with the JSON
+    pointer) or for its size (``InvalidField``)."""
+    evaluator(spec, loc)
+
+
+def evaluator(
+    spec: dict[str, Any] | None, loc: tuple[str, ...] = ("filter",)
+) -> Callable[[Event], Verdict]:
+    """How a route with filter ``spec`` judges a stored event (refusals as in
+    ``checked_filter``)."""
+    if spec is not None and len(json.dumps(spec)) > MAX_FILTER_BYTES:
         raise InvalidField(loc, f"a filter may hold at most {MAX_FILTER_BYTES} bytes of JSON")
-    for scope in spec:
-        if scope not in FILTER_SCOPES:
-            raise InvalidField(
-                (*loc, scope), f"unknown filter scope {scope!r}: use body, headers or query"
-            )
+    try:
+        compiled = compile_filter(spec)
+    except FilterError as exc:
+        raise FilterRefused(exc, loc) from None
+    if compiled is None:
+        return lambda _event: MATCHED
 
+    def judge(event: Event) -> Verdict:
+        subject = Subject.from_request(
+            event.body, event.content_type, event.request_headers, NO_QUERY
+        )
+        return compiled.evaluate(subject)
 
-def evaluator(spec: dict[str, Any] | None) -> Callable[[Event], Verdict]:
-    """How a route with filter ``spec`` judges a stored event."""
-    return lambda _event: Verdict(True)
+    return judge
 
 
 class RouteService:
@@ -169,9 +186,8 @@ class RouteService:
             route = webhook.routes[_position(webhook, name)]
             spec, enabled, label = route.filter, route.enabled, route.name
         else:
-            checked_filter(draft.filter, ("route", "filter"))
             spec, enabled, label = draft.filter, draft.enabled, draft.name or name
-        judge = evaluator(spec)
+        judge = evaluator(spec, ("filter",) if draft is None else ("route", "filter"))
         results = []
         for event in await self._events.newest_events(webhook.id, last):
             results.append((event, _dry_verdict(event, enabled, judge)))
