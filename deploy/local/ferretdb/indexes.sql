@@ -36,6 +36,7 @@ LANGUAGE sql IMMUTABLE AS $$
     WHEN 'webhooks' THEN ARRAY['_id', 'username']
     WHEN 'held_deliveries' THEN ARRAY['_id', 'destination+page']
     WHEN 'held_lanes' THEN ARRAY['_id', 'held']
+    WHEN 'destinations' THEN ARRAY['_id', 'username']
     ELSE ARRAY['_id']
   END
 $$;

@@ -16,6 +16,8 @@ class IdPrefix(StrEnum):
     CHAIN = "chn"
     REPLAY_JOB = "rpj"
     DELIVERY = "dlv"
+    DESTINATION = "dst"
+    ROUTE = "rte"
 
 
 def new_id(prefix: IdPrefix) -> str:

@@ -5,6 +5,7 @@ FerretDB support: no transactions, change streams, TTL indexes, ``$facet`` or ``
 """
 
 from hookbay_common.db.client import Collections, Database, connect, database, migrate
+from hookbay_common.db.destinations import DestinationRepository
 from hookbay_common.db.events import AttemptRepository, EventCursor, EventRepository
 from hookbay_common.db.held import HeldTask, HoldRepository, HoldState, HoldStoreError
 from hookbay_common.db.locks import Lease, LockRepository
@@ -19,6 +20,7 @@ __all__ = [
     "AttemptRepository",
     "Collections",
     "Database",
+    "DestinationRepository",
     "EventCursor",
     "EventRepository",
     "HeldTask",

@@ -13,6 +13,7 @@ Database = AsyncDatabase[dict[str, Any]]
 class Collections:
     USERS: Final = "users"
     WEBHOOKS: Final = "webhooks"
+    DESTINATIONS: Final = "destinations"
     EVENTS: Final = "events"
     EVENT_BODIES: Final = "event_bodies"
     EVENT_PAGES: Final = "event_pages"
@@ -32,6 +33,9 @@ class Collections:
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {
     Collections.WEBHOOKS: [
+        IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
+    ],
+    Collections.DESTINATIONS: [
         IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
     ],
     Collections.API_TOKENS: [
