@@ -4,6 +4,7 @@ they derive, the page summaries they move, and events without deliveries left as
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from datetime import timedelta
 from typing import Any
@@ -215,6 +216,54 @@ class TestEventStatusFromDeliveries:
         await _write(events, attempts, [create_delivery(event, status=S.HELD, reason="paused")])
         await record_batch(events, attempts, [], [create_attempt(event, status_code=200)])
         assert await _status(events, event.id) is EventStatus.PENDING
+
+
+class TestTwoWriters:
+    async def test_two_recorders_at_once_lose_no_delivery(self, db: Database) -> None:
+        """Two recorders writing deliveries of the same events at once (a partition
+        hand-over): each write is conditional on the deliveries it read, so whichever way they
+        interleave, every delivery is kept and the status is derived from all of them."""
+        first, second = EventRepository(db), EventRepository(db)
+        attempts = AttemptRepository(db)
+        made = [create_event(forward_url=None) for _ in range(20)]
+        await first.upsert_many(made)
+        billing = [create_delivery(e, route="billing", status=S.SUCCESS) for e in made]
+        audit = [create_delivery(e, route="audit", status=S.HELD, reason="paused") for e in made]
+        await asyncio.gather(
+            record_batch(first, attempts, [], [], PendingSummaries(), billing),
+            record_batch(second, attempts, [], [], PendingSummaries(), audit),
+        )
+        for event in made:
+            stored = await _deliveries(first, event.id)
+            assert {d.route: d.status for d in stored} == {"audit": S.HELD, "billing": S.SUCCESS}
+            assert await _status(first, event.id) is EventStatus.PENDING
+
+    async def test_a_write_between_the_read_and_the_write_is_merged(
+        self, db: Database, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Another recorder writes the event's deliveries after this one read them: the
+        conditional write misses, and this one reads again and merges."""
+        events, other, attempts = EventRepository(db), EventRepository(db), AttemptRepository(db)
+        event = create_event(forward_url=None)
+        await events.upsert(event)
+        real = events._events.find_one
+        reads = []
+
+        async def read_then_another_writes(*args: Any, **kwargs: Any) -> Any:
+            found = await real(*args, **kwargs)
+            reads.append(found)
+            if len(reads) == 1:
+                failed = create_delivery(event, route="audit", status=S.FAILED, reason="HTTP 400")
+                await record_batch(other, attempts, [], [], PendingSummaries(), [failed])
+            return found
+
+        monkeypatch.setattr(events._events, "find_one", read_then_another_writes)
+        billing = create_delivery(event, route="billing", status=S.SUCCESS)
+        await record_batch(events, attempts, [], [], PendingSummaries(), [billing])
+        assert len(reads) == 2  # read, missed, read again
+        stored = await _deliveries(other, event.id)
+        assert {d.route: d.status for d in stored} == {"audit": S.FAILED, "billing": S.SUCCESS}
+        assert await _status(other, event.id) is EventStatus.FAILED
 
 
 class TestForwardUrlEventsUnchanged:
