@@ -1,7 +1,9 @@
 """The JavaScript run before an owner's code in every fresh context: ``addHandler``, a
 ``console`` that records instead of printing, and the entry points the worker calls. It holds
 its own references to the intrinsics it uses, so code that replaces ``JSON.stringify`` or
-``Array.prototype.push`` changes only what that code itself computes."""
+``Array.prototype.push`` changes only what that code itself computes. The functions owners' code
+calls into are named ``hookbay$…`` so that an error's place is taken from the first stack frame
+that is the owner's."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ HARNESS: Final = r"""
     try { return StringOf(v); } catch (e) { return "[unprintable]"; }
   }
   function printer(level) {
-    return function () {
+    return function hookbay$console() {
       if (logs.length >= maxLines || logBytes >= maxBytes) { dropped++; return; }
       let line = level === "log" ? "" : "[" + level + "] ";
       for (let i = 0; i < arguments.length; i++) line += (i ? " " : "") + text(arguments[i]);
@@ -36,7 +38,7 @@ HARNESS: Final = r"""
   });
   define(g, "console", { value: console, writable: false, configurable: false });
   define(g, "addHandler", {
-    value: function addHandler(type, fn) {
+    value: function hookbay$addHandler(type, fn) {
       if (type !== "transform") throw new TypeError("addHandler: the only handler type is 'transform'");
       if (typeof fn !== "function") throw new TypeError("addHandler: the handler must be a function");
       handler = fn;
@@ -64,7 +66,7 @@ HARNESS: Final = r"""
     return "e" + stringify({ kind: "invalid_output", message: message, stack: "" });
   }
 
-  function run(requestJson, envJson) {
+  function hookbay$run(requestJson, envJson) {
     if (handler === null) {
       return "e" + stringify({ kind: "runtime", stack: "",
         message: "no handler: the code must call addHandler('transform', (request, context) => request)" });
@@ -95,7 +97,7 @@ HARNESS: Final = r"""
     if (dropped) all[all.length] = "… " + dropped + " more console line(s) left out";
     return stringify(all);
   }
-  return [run, registered, collected];
+  return [hookbay$run, registered, collected];
 })
 """
 """A function expression: called with ``(globalThis, maxLines, maxBytes, maxOutput)``, it

@@ -15,7 +15,7 @@ from hookbay_forwarder.transform.harness import HARNESS
 from hookbay_forwarder.transform.limits import MIB, Limits
 from hookbay_forwarder.transform.model import ErrorKind, TransformError
 
-_WHERE = re.compile(r"<input>:(\d+):(\d+)")
+_FRAME = re.compile(r"^\s*at (?:(\S+) \()?<input>:(\d+):(\d+)", re.M)
 _SETUP_BYTES = 2 * MIB
 """Heap granted over the call's limit to read back the logs after a memory failure."""
 
@@ -72,25 +72,31 @@ def classify(exc: Exception, limits: Limits) -> TransformError:
         kind = "syntax"
     elif isinstance(exc, quickjs.StackOverflow) or "Maximum call stack size" in first:
         first = "RangeError: the stack limit was exceeded (too deep a recursion or nesting)"
-    found = _WHERE.search(text)
-    line, column = (int(found[1]), int(found[2])) if found else (None, None)
+    line, column = locate(text)
     return TransformError(kind, first, line, column)
 
 
-def _from_harness(payload: str) -> TransformError:
+def locate(stack: str) -> tuple[int | None, int | None]:
+    """The innermost place in the owner's code a QuickJS stack names (frames of the harness's
+    ``hookbay$…`` functions skipped)."""
+    for found in _FRAME.finditer(stack):
+        if not (found[1] or "").startswith("hookbay$"):
+            return int(found[2]), int(found[3])
+    return None, None
+
+
+def _from_harness(payload: str, limits: Limits) -> TransformError:
     data = json.loads(payload)
     kind = data["kind"]
     if kind not in ("runtime", "invalid_output"):
         kind = "runtime"
     message = str(data["message"])
-    found = _WHERE.search(str(data.get("stack", "")))
+    line, column = locate(str(data.get("stack", "")))
     if message.startswith("RangeError: Maximum call stack size"):
         message = "RangeError: the stack limit was exceeded (too deep a recursion or nesting)"
     elif message.startswith("InternalError: out of memory"):
-        kind, message = "memory", "out of memory (caught by the code, then thrown again)"
-    if found:
-        return TransformError(kind, message, int(found[1]), int(found[2]))
-    return TransformError(kind, message)
+        kind, message = "memory", f"the memory limit of {limits.memory_mb} MiB was exceeded"
+    return TransformError(kind, message, line, column)
 
 
 class QuickJSEngine:
@@ -113,7 +119,7 @@ class QuickJSEngine:
             return Outcome(None, TransformError("crashed", "the engine gave no answer"), call.logs())
         if answer[0] == "o":
             return Outcome(answer[1:], None, call.logs())
-        return Outcome(None, _from_harness(answer[1:]), call.logs())
+        return Outcome(None, _from_harness(answer[1:], limits), call.logs())
 
     def check(self, code: str, limits: Limits) -> TransformError | None:
         budget = _Budget(limits.cpu_s)
