@@ -15,7 +15,7 @@ HARNESS: Final = r"""
   const stringify = JSON.stringify, parse = JSON.parse, StringOf = String;
   const freeze = Object.freeze, define = Object.defineProperty, isArray = Array.isArray;
   const logs = [];
-  let logBytes = 0, dropped = 0, handler = null;
+  let logBytes = 0, dropped = 0, handler = null, failed = true;
 
   function text(v) {
     if (typeof v === "string") return v;
@@ -60,15 +60,16 @@ HARNESS: Final = r"""
   }
   function failure(kind, e) {
     const d = describe(e);
-    return "e" + stringify({ kind: kind, message: d.message, stack: d.stack });
+    return stringify({ kind: kind, message: d.message, stack: d.stack });
   }
   function invalid(message) {
-    return "e" + stringify({ kind: "invalid_output", message: message, stack: "" });
+    return stringify({ kind: "invalid_output", message: message, stack: "" });
   }
 
   function hookbay$run(requestJson, envJson) {
+    failed = true;
     if (handler === null) {
-      return "e" + stringify({ kind: "runtime", stack: "",
+      return stringify({ kind: "runtime", stack: "",
         message: "no handler: the code must call addHandler('transform', (request, context) => request)" });
     }
     const request = parse(requestJson);
@@ -89,18 +90,22 @@ HARNESS: Final = r"""
     }
     if (typeof json !== "string") return invalid("the handler returned a value JSON cannot hold");
     if (json.length > maxOutput) return invalid("the returned request is larger than " + maxOutput + " bytes as JSON");
-    return "o" + json;
+    failed = false;
+    return json;
   }
   function registered() { return handler !== null; }
+  function succeeded() { return !failed; }
   function collected() {
     const all = logs.slice();
     if (dropped) all[all.length] = "… " + dropped + " more console line(s) left out";
     return stringify(all);
   }
-  return [hookbay$run, registered, collected];
+  return [hookbay$run, registered, collected, succeeded];
 })
 """
 """A function expression: called with ``(globalThis, maxLines, maxBytes, maxOutput)``, it
-installs ``console`` and ``addHandler`` and returns ``[run, registered, logs]``.
-``run(requestJson, envJson)`` answers ``"o" + the returned request as JSON`` or ``"e" + {kind,
-message, stack}`` as JSON; ``logs()`` the console lines as a JSON array."""
+installs ``console`` and ``addHandler`` and returns ``[run, registered, logs, succeeded]``.
+``run(requestJson, envJson)`` answers the returned request as JSON, or ``{kind, message, stack}``
+as JSON when ``succeeded()`` is false afterwards; ``logs()`` the console lines as a JSON array.
+(Never a string built by ``+`` from a large one: the Python binding cannot read QuickJS-ng's rope
+strings.)"""

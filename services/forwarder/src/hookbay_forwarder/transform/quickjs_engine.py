@@ -45,6 +45,7 @@ class _Call:
         self.run = self.context.eval("__hb[0]")
         self.registered = self.context.eval("__hb[1]")
         self.collected = self.context.eval("__hb[2]")
+        self.succeeded = self.context.eval("__hb[3]")
         self.context.eval("delete globalThis.__hb;")
 
     def logs(self) -> list[str]:
@@ -115,11 +116,11 @@ class QuickJSEngine:
             answer = call.run(request_json, env_json)
         except quickjs.JSException as exc:
             return Outcome(None, classify(exc, limits), call.logs())
-        if not isinstance(answer, str) or not answer:
+        if not isinstance(answer, str):
             return Outcome(None, TransformError("crashed", "the engine gave no answer"), call.logs())
-        if answer[0] == "o":
-            return Outcome(answer[1:], None, call.logs())
-        return Outcome(None, _from_harness(answer[1:], limits), call.logs())
+        if call.succeeded():
+            return Outcome(answer, None, call.logs())
+        return Outcome(None, _from_harness(answer, limits), call.logs())
 
     def check(self, code: str, limits: Limits) -> TransformError | None:
         budget = _Budget(limits.cpu_s)

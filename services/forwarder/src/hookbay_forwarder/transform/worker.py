@@ -71,6 +71,9 @@ def answer(engine: Engine, header: dict[str, object], parts: list[bytes]) -> byt
         recycle = True
         message = "the worker's address space limit was reached"
         outcome = Outcome(None, TransformError("memory", message))
+    except Exception as exc:  # the engine's binding failed: answer, then start afresh
+        recycle = True
+        outcome = Outcome(None, TransformError("crashed", f"the engine failed: {exc}"))
     cpu_ms = (time.process_time() - started) * 1000
     reply = {
         "ok": outcome.error is None,
