@@ -307,15 +307,15 @@ async def measure_pool(bodies: Path, quick: bool) -> dict[str, Any]:
                         q.pop()
                         assert (await pool.run("bench", code, req, {})).ok
 
+                pids = sorted(pool.pids)
                 t1 = time.perf_counter()
-                c1 = os.times()
+                c1, w1 = os.times(), sum(cpu_s(pid) for pid in pids)
                 await asyncio.gather(*(lane() for _ in range(in_flight)))
                 wall = time.perf_counter() - t1
-                c2 = os.times()
+                c2, w2 = os.times(), sum(cpu_s(pid) for pid in pids)
+                assert sorted(pool.pids) == pids, "a worker was replaced during the run"
                 parent_cpu = (c2.user - c1.user) + (c2.system - c1.system)
-                children_cpu = (c2.children_user - c1.children_user) + (
-                    c2.children_system - c1.children_system
-                )
+                children_cpu = w2 - w1
                 out[f"throughput {label} x{in_flight}"] = {
                     "per_s": total / wall,
                     "parent_cpu_ms": parent_cpu / total * 1000,
@@ -325,6 +325,12 @@ async def measure_pool(bodies: Path, quick: bool) -> dict[str, Any]:
     finally:
         await pool.close()
     return out
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU of a live process (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:

@@ -106,6 +106,7 @@ def main() -> None:
     engine = load(args.engine)
     stdin, stdout = private_pipes()
     confine(args.address_space)
+    arm_cpu_backstop(Limits())
     serve(engine, stdin, stdout)
 
 
