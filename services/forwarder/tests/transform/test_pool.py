@@ -95,8 +95,8 @@ class TestRun:
         self, pool: TransformPool
     ) -> None:
         body = {"items": [{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(60_000)]}
-        body["pad"] = "x" * (4_400_000 - len(json.dumps(body)))
-        assert len(create_request(body=body).to_json()) > 4_300_000
+        body["pad"] = "x" * (4_490_000 - len(json.dumps(body, separators=(",", ":"))))
+        assert len(create_request(body=body).to_json()) > 4_490_000
         code = "addHandler('transform', (r) => { r.body.count = r.body.items.length; return r })"
 
         result = await pool.run("alice", code, create_request(body=body), {})
