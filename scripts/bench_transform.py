@@ -142,7 +142,10 @@ def _engine(name: str) -> _QuickJS | _V8:
 
 def _ms(values: list[float]) -> dict[str, float]:
     values = sorted(values)
-    pick = lambda q: values[min(len(values) - 1, max(0, round(q * len(values)) - 1))]  # noqa: E731
+
+    def pick(q: float) -> float:
+        return values[min(len(values) - 1, max(0, round(q * len(values)) - 1))]
+
     return {"p50": pick(0.5) * 1000, "p99": pick(0.99) * 1000, "n": len(values)}
 
 
@@ -346,7 +349,9 @@ def _fmt(value: Any, key: str = "p50") -> str:
     return "—"
 
 
-def render(latency: dict[str, Any], hostile: dict[str, Any], pool: dict[str, Any], meta: dict[str, Any]) -> str:
+def render(
+    latency: dict[str, Any], hostile: dict[str, Any], pool: dict[str, Any], meta: dict[str, Any]
+) -> str:
     lines = [
         BEGIN,
         "",
@@ -395,7 +400,11 @@ def render(latency: dict[str, Any], hostile: dict[str, Any], pool: dict[str, Any
             if isinstance(got, dict):
                 row.append(f"{got['ended']} ({got['cpu_s']:.2f} / {got['wall_s']:.2f})")
             else:
-                row.append(f"**{got}** after {HOSTILE_WAIT_S:g} s" if got == "still running" else f"**{got}**")
+                row.append(
+                    f"**{got}** after {HOSTILE_WAIT_S:g} s"
+                    if got == "still running"
+                    else f"**{got}**"
+                )
         lines.append("| " + " | ".join(row) + " |")
     lines += [
         "",
@@ -457,9 +466,7 @@ def main() -> None:
         "machine": machine(),
         "load_before": load_before,
         "load_after": " ".join(f"{x:.1f}" for x in os.getloadavg()),
-        "versions": ", ".join(
-            f"{k} {v}" for k, v in package_versions("quickjs-ng").items()
-        )
+        "versions": ", ".join(f"{k} {v}" for k, v in package_versions("quickjs-ng").items())
         + ", candidates "
         + ", ".join(c["spec"] for c in CANDIDATES.values()),
     }

@@ -9,6 +9,7 @@ import pytest
 from hookbay_forwarder.transform import TransformPool
 from tests.support.transform import LIMITS
 
+
 @pytest.fixture(scope="module")
 async def pool() -> AsyncIterator[TransformPool]:
     async with TransformPool(size=2, limits=LIMITS) as running:

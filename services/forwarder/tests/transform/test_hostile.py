@@ -36,7 +36,9 @@ HOSTILE = [
     ),
     pytest.param(
         # the engine's interrupt is polled too rarely here: the host's deadline ends it
-        handler("for(;;){ try { const a = []; for(;;) a.push(new Array(1e6).fill(1)) } catch (e) {} }"),
+        handler(
+            "for(;;){ try { const a = []; for(;;) a.push(new Array(1e6).fill(1)) } catch (e) {} }"
+        ),
         "timeout",
         "",
         id="out-of-memory-caught-in-a-loop",
@@ -65,17 +67,25 @@ HOSTILE = [
         "circular",
         id="returns-a-cycle",
     ),
-    pytest.param(handler("return () => request"), "invalid_output", "a function", id="returns-a-function"),
-    pytest.param(handler("request.body = 1"), "invalid_output", "undefined", id="returns-undefined"),
+    pytest.param(
+        handler("return () => request"), "invalid_output", "a function", id="returns-a-function"
+    ),
+    pytest.param(
+        handler("request.body = 1"), "invalid_output", "undefined", id="returns-undefined"
+    ),
     pytest.param(
         handler("request.body = 'x'.repeat(100 * 1000 * 1000); return request"),
         "memory",
         "memory limit",
         id="returns-100-MB",
     ),
-    pytest.param(handler("throw 'a string'"), "runtime", "not an Error: a string", id="throws-a-string"),
+    pytest.param(
+        handler("throw 'a string'"), "runtime", "not an Error: a string", id="throws-a-string"
+    ),
     pytest.param(handler("throw null"), "runtime", "not an Error: null", id="throws-null"),
-    pytest.param(handler("throw {code: 7}"), "runtime", 'not an Error: {"code":7}', id="throws-an-object"),
+    pytest.param(
+        handler("throw {code: 7}"), "runtime", 'not an Error: {"code":7}', id="throws-an-object"
+    ),
     pytest.param(handler("return 10n ** 10n"), "invalid_output", "bigint", id="returns-a-bigint"),
     pytest.param(handler("return 'text'"), "invalid_output", "not string", id="returns-a-string"),
     pytest.param(handler("return null"), "invalid_output", "not null", id="returns-null"),
@@ -114,7 +124,9 @@ class TestHostile:
         assert "larger than 4096 bytes" in result.error.message
 
     async def test_the_error_says_where_in_the_code(self, pool: TransformPool) -> None:
-        code = "const x = 1;\naddHandler('transform', (request) => {\n  return request.nope.deeper\n})"
+        code = (
+            "const x = 1;\naddHandler('transform', (request) => {\n  return request.nope.deeper\n})"
+        )
 
         result = await pool.run("mallory", code, create_request(), {})
 

@@ -94,7 +94,9 @@ class TestRun:
     async def test_a_request_of_four_and_a_half_megabytes_passes_through(
         self, pool: TransformPool
     ) -> None:
-        body = {"items": [{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(60_000)]}
+        body: dict[str, object] = {
+            "items": [{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(60_000)]
+        }
         body["pad"] = "x" * (4_490_000 - len(json.dumps(body, separators=(",", ":"))))
         assert len(create_request(body=body).to_json()) > 4_490_000
         code = "addHandler('transform', (r) => { r.body.count = r.body.items.length; return r })"
@@ -269,6 +271,7 @@ class TestLifecycle:
         with pytest.raises(PoolClosed):
             await pool.run("alice", IDENTITY, create_request(), {})
         for pid in pids:
-            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
-                f"/proc/{pid}/status"
-            ).read_text()
+            assert (
+                not Path(f"/proc/{pid}").exists()
+                or "zombie" in Path(f"/proc/{pid}/status").read_text()
+            )

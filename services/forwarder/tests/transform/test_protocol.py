@@ -20,12 +20,20 @@ class TestFrames:
     async def test_a_frame_round_trips_both_ways(self) -> None:
         frame = protocol.encode({"op": "run", "n": 1}, (b"code", b"", "é".encode()))
 
-        assert await protocol.read(reader_of(frame)) == ({"op": "run", "n": 1}, [b"code", b"", "é".encode()])
-        assert protocol.read_blocking(io.BytesIO(frame)) == ({"op": "run", "n": 1}, [b"code", b"", "é".encode()])
+        assert await protocol.read(reader_of(frame)) == (
+            {"op": "run", "n": 1},
+            [b"code", b"", "é".encode()],
+        )
+        assert protocol.read_blocking(io.BytesIO(frame)) == (
+            {"op": "run", "n": 1},
+            [b"code", b"", "é".encode()],
+        )
 
     async def test_a_frame_over_the_maximum_is_refused(self) -> None:
         head = b"{}"
-        frame = struct.pack(">II", len(head), 1) + head + struct.pack(">I", protocol.MAX_FRAME_BYTES)
+        frame = (
+            struct.pack(">II", len(head), 1) + head + struct.pack(">I", protocol.MAX_FRAME_BYTES)
+        )
 
         with pytest.raises(protocol.ProtocolError):
             await protocol.read(reader_of(frame))

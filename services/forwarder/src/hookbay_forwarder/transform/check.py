@@ -24,7 +24,9 @@ def check_transformation(code: str, *, engine: str = "quickjs") -> TransformErro
     thread in async code."""
     data = code.encode()
     if len(data) > CODE_MAX_BYTES:
-        return TransformError("too_large", f"the code is {len(data)} bytes; the limit is {CODE_MAX_BYTES}")
+        return TransformError(
+            "too_large", f"the code is {len(data)} bytes; the limit is {CODE_MAX_BYTES}"
+        )
     from hookbay_forwarder.transform.pool import worker_env
 
     argv = [sys.executable, "-m", "hookbay_forwarder.transform.worker", "--engine", engine]

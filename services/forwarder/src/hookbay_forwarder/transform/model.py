@@ -49,7 +49,12 @@ class TransformError:
     column: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "line": self.line, "column": self.column}
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "line": self.line,
+            "column": self.column,
+        }
 
 
 @dataclass(frozen=True, slots=True)

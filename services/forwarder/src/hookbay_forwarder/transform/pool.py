@@ -47,7 +47,8 @@ class _Worker:
         self.busy = False
 
     async def call(self, frame: bytes, deadline_s: float) -> tuple[dict[str, Any], list[bytes]]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
         self.busy = True
         async with asyncio.timeout(deadline_s):
             self.process.stdin.write(frame)
@@ -116,6 +117,10 @@ class TransformPool:
     @property
     def per_owner(self) -> int:
         return self._gates.per_owner
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def busy_pids(self) -> frozenset[int]:
@@ -256,7 +261,7 @@ class TransformPool:
             except (OSError, TimeoutError, *_CRASH_ERRORS):
                 await asyncio.sleep(RESPAWN_BACKOFF_S)
                 continue
-            if self._closed:
+            if self.closed:  # closed while it started
                 await worker.kill()
                 return
             self._idle.put_nowait(worker)

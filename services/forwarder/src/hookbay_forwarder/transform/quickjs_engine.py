@@ -117,7 +117,9 @@ class QuickJSEngine:
         except quickjs.JSException as exc:
             return Outcome(None, classify(exc, limits), call.logs())
         if not isinstance(answer, str):
-            return Outcome(None, TransformError("crashed", "the engine gave no answer"), call.logs())
+            return Outcome(
+                None, TransformError("crashed", "the engine gave no answer"), call.logs()
+            )
         if call.succeeded():
             return Outcome(answer, None, call.logs())
         return Outcome(None, _from_harness(answer, limits), call.logs())
