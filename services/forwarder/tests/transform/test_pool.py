@@ -107,6 +107,18 @@ class TestRun:
         assert result.request is not None
         assert result.request.body["count"] == 60_000
 
+    async def test_a_body_given_as_json_text_comes_back_as_json_text(
+        self, pool: TransformPool
+    ) -> None:
+        request = TransformRequest({"a": "b"}, body_json='{"items": [1, 2, 3]}')
+        code = "addHandler('transform', (r) => { r.body.items.push(4); return r })"
+
+        result = await pool.run("alice", code, request, {})
+
+        assert result.request is not None
+        assert result.request.body_json == '{"items":[1,2,3,4]}'
+        assert result.request.body == {"items": [1, 2, 3, 4]}
+
 
 class TestConsole:
     async def test_lines_are_captured_in_order_with_their_level(self, pool: TransformPool) -> None:

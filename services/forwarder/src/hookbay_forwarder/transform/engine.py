@@ -13,12 +13,14 @@ from hookbay_forwarder.transform.model import TransformError
 
 @dataclass(slots=True)
 class Outcome:
-    """What the engine made of one call: ``output`` (the returned request as JSON text) or an
-    ``error``, the ``logs`` captured either way."""
+    """What the engine made of one call: ``output`` (the returned request's headers, query and
+    path as JSON text) and ``body`` (its body's JSON text), or an ``error``; the ``logs``
+    captured either way."""
 
     output: str | None
     error: TransformError | None
     logs: list[str] = field(default_factory=list)
+    body: str | None = None
 
 
 class Engine(Protocol):

@@ -15,7 +15,7 @@ HARNESS: Final = r"""
   const stringify = JSON.stringify, parse = JSON.parse, StringOf = String;
   const freeze = Object.freeze, define = Object.defineProperty, isArray = Array.isArray;
   const logs = [];
-  let logBytes = 0, dropped = 0, handler = null, failed = true;
+  let logBytes = 0, dropped = 0, handler = null, failed = true, bodyJson = "";
 
   function text(v) {
     if (typeof v === "string") return v;
@@ -84,15 +84,24 @@ HARNESS: Final = r"""
     if (type === "object" && typeof out.then === "function") {
       return invalid("the handler returned a Promise: async handlers are not supported, return the request");
     }
-    let json;
-    try { json = stringify(out); } catch (e) {
+    if (type !== "object") return invalid("the handler must return the request object, not " + type);
+    const body = out.body, btype = typeof body;
+    if (btype === "undefined") return invalid("the returned request has no body");
+    if (btype === "function" || btype === "symbol") return invalid("request.body is a " + btype + ", not a JSON value");
+    let meta;
+    try {
+      bodyJson = stringify(body);
+      meta = stringify({ headers: out.headers, query: out.query, path: out.path });
+    } catch (e) {
       return invalid("the returned request cannot be serialised as JSON (" + describe(e).message + ")");
     }
-    if (typeof json !== "string") return invalid("the handler returned a value JSON cannot hold");
-    if (json.length > maxOutput) return invalid("the returned request is larger than " + maxOutput + " bytes as JSON");
+    if (bodyJson.length + meta.length > maxOutput) {
+      return invalid("the returned request is larger than " + maxOutput + " bytes as JSON");
+    }
     failed = false;
-    return json;
+    return meta;
   }
+  function body() { return bodyJson; }
   function registered() { return handler !== null; }
   function succeeded() { return !failed; }
   function collected() {
@@ -100,12 +109,13 @@ HARNESS: Final = r"""
     if (dropped) all[all.length] = "… " + dropped + " more console line(s) left out";
     return stringify(all);
   }
-  return [hookbay$run, registered, collected, succeeded];
+  return [hookbay$run, registered, collected, succeeded, body];
 })
 """
 """A function expression: called with ``(globalThis, maxLines, maxBytes, maxOutput)``, it
-installs ``console`` and ``addHandler`` and returns ``[run, registered, logs, succeeded]``.
-``run(requestJson, envJson)`` answers the returned request as JSON, or ``{kind, message, stack}``
-as JSON when ``succeeded()`` is false afterwards; ``logs()`` the console lines as a JSON array.
+installs ``console`` and ``addHandler`` and returns ``[run, registered, logs, succeeded, body]``.
+``run(requestJson, envJson)`` answers the returned request's ``{headers, query, path}`` as JSON
+(its body's JSON is ``body()``), or ``{kind, message, stack}`` as JSON when ``succeeded()`` is
+false afterwards; ``logs()`` the console lines as a JSON array.
 (Never a string built by ``+`` from a large one: the Python binding cannot read QuickJS-ng's rope
 strings.)"""

@@ -18,23 +18,83 @@ the handler returned something that is not a request (or one over the output lim
 over its size limit (nothing ran)."""
 
 
-@dataclass(frozen=True, slots=True)
+_UNSET: Any = object()
+
+
 class TransformRequest:
     """The request a transformation sees and returns, as Hookdeck's ``request``: ``headers``
     (lower-case names to string values), ``body`` (the parsed JSON value when the event's body
     is JSON, the raw text otherwise; a ``str`` either way means a JS string), ``query`` (the raw
-    query string, without ``?``) and ``path``."""
+    query string, without ``?``) and ``path``.
 
-    headers: Mapping[str, str]
-    body: Any
-    query: str = ""
-    path: str = "/"
+    The body can be given, or held, as its JSON text instead (``body_json``): the pool splices
+    that text into what it sends and a result's body arrives that way, so a multi-megabyte body
+    is neither encoded nor parsed in the calling process. ``body`` parses it on first use;
+    ``body_json`` encodes ``body`` on first use. A result's ``body_json`` is what the engine's
+    ``JSON.stringify`` wrote: send it as the delivered body of a JSON request."""
+
+    __slots__ = ("_body", "_body_json", "headers", "path", "query")
+
+    def __init__(
+        self,
+        headers: Mapping[str, str],
+        body: Any = _UNSET,
+        query: str = "",
+        path: str = "/",
+        *,
+        body_json: str | None = None,
+    ) -> None:
+        if (body is _UNSET) == (body_json is None):
+            raise TypeError("give the body either as a value or as body_json")
+        self.headers = headers
+        self.query = query
+        self.path = path
+        self._body = body
+        self._body_json = body_json
+
+    @property
+    def body(self) -> Any:
+        if self._body is _UNSET:
+            self._body = json.loads(self.body_json)
+        return self._body
+
+    @property
+    def body_json(self) -> str:
+        if self._body_json is None:
+            self._body_json = _dumps(self._body)
+        return self._body_json
 
     def to_json(self) -> str:
         """The request as the JSON text a worker hands to the engine."""
-        data = {"headers": dict(self.headers), "body": self.body, "query": self.query}
-        data["path"] = self.path
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        rest = _dumps({"headers": dict(self.headers), "query": self.query, "path": self.path})
+        return '{"body":' + self.body_json + "," + rest[1:]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TransformRequest):
+            return NotImplemented
+        return (dict(self.headers), self.body, self.query, self.path) == (
+            dict(other.headers),
+            other.body,
+            other.query,
+            other.path,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        body = (
+            repr(self._body)
+            if self._body is not _UNSET
+            else f"<{len(self.body_json)} bytes of JSON>"
+        )
+        return (
+            f"TransformRequest(headers={dict(self.headers)!r}, body={body[:200]},"
+            f" query={self.query!r}, path={self.path!r})"
+        )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 @dataclass(frozen=True, slots=True)

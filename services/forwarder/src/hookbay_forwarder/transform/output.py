@@ -44,20 +44,26 @@ def _headers(value: Any) -> dict[str, str] | TransformError:
     return value
 
 
-def validate(output_json: str, output_bytes: int) -> TransformRequest | TransformError:
-    """The request in ``output_json``, or why it is not one: an object with ``headers`` (header
-    names to strings, no line breaks), ``body`` (any JSON value; a string is sent as it is),
-    ``query`` and ``path`` (strings; ``path`` starting with ``/``), at most ``output_bytes``
-    as UTF-8 JSON. Other keys are ignored."""
-    if len(output_json) > output_bytes or len(output_json.encode()) > output_bytes:
+def validate(
+    output_json: str, body_json: str, output_bytes: int
+) -> TransformRequest | TransformError:
+    """The request in ``output_json`` (its ``headers``, ``query`` and ``path``) and
+    ``body_json``, or why it is not one: ``headers`` maps header names to strings without line
+    breaks, ``query`` and ``path`` are strings (``path`` starting with ``/``), the body is JSON
+    text as the engine wrote it (kept as text, not parsed here), the two at most
+    ``output_bytes`` as UTF-8."""
+    size = len(output_json) + len(body_json)
+    if size > output_bytes or len(output_json.encode()) + len(body_json.encode()) > output_bytes:
         return _invalid(f"the returned request is larger than {output_bytes} bytes as JSON")
+    if not body_json:
+        return _invalid("the returned request has no body")
     try:
         data = json.loads(output_json)
     except ValueError:
         return _invalid("the returned request is not JSON")
     if not isinstance(data, dict):
         return _invalid(f"the handler must return the request object, not {_kind(data)}")
-    for key in ("headers", "body", "query", "path"):
+    for key in ("headers", "query", "path"):
         if key not in data:
             return _invalid(f"the returned request has no {key}")
     headers = _headers(data["headers"])
@@ -68,4 +74,4 @@ def validate(output_json: str, output_bytes: int) -> TransformRequest | Transfor
             return _invalid(f"request.{key} must be a string, not {_kind(data[key])}")
     if not data["path"].startswith("/"):
         return _invalid("request.path must start with /")
-    return TransformRequest(headers, data["body"], data["query"], data["path"])
+    return TransformRequest(headers, query=data["query"], path=data["path"], body_json=body_json)

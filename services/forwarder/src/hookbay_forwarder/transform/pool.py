@@ -165,7 +165,9 @@ class TransformPool:
         limits: Limits | None = None,
     ) -> TransformResult:
         """Run ``code``'s handler on ``request`` with ``context.env = env``, on behalf of
-        ``owner`` (the fairness key)."""
+        ``owner`` (the fairness key). A request made with ``body_json`` is sent without
+        encoding its body; the result's body arrives as JSON text, parsed only when
+        ``request.body`` is read."""
         started = time.monotonic()
         limits = self._within(limits)
         code_bytes = code.encode()
@@ -189,7 +191,15 @@ class TransformPool:
                 error["kind"], error["message"], error.get("line"), error.get("column")
             )
             return _result(None, failed, logs, cpu_ms, started)
-        checked = validate(parts[0].decode() if parts else "", limits.output_bytes)
+        if len(parts) != 2:
+            return _result(
+                None,
+                TransformError("crashed", "the sandbox's answer was cut"),
+                logs,
+                cpu_ms,
+                started,
+            )
+        checked = validate(parts[0].decode(), parts[1].decode(), limits.output_bytes)
         if isinstance(checked, TransformError):
             return _result(None, checked, logs, cpu_ms, started)
         return _result(checked, None, logs, cpu_ms, started)

@@ -10,7 +10,7 @@ anyway, and the header is a handful of fields.
 - run (pool → worker): ``{"op": "run", "limits": {...}}`` + [code, request JSON, env JSON]
 - check (pool → worker): ``{"op": "check", "limits": {...}}`` + [code]
 - answer (worker → pool): ``{"ok": bool, "error": {...} | null, "logs": [...], "cpu_ms": n}``
-  + [output JSON] when ``ok``
+  + [the returned headers, query and path as JSON, the returned body as JSON] when ``ok``
 """
 
 from __future__ import annotations

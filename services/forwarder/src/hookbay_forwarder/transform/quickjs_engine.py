@@ -46,6 +46,7 @@ class _Call:
         self.registered = self.context.eval("__hb[1]")
         self.collected = self.context.eval("__hb[2]")
         self.succeeded = self.context.eval("__hb[3]")
+        self.body = self.context.eval("__hb[4]")
         self.context.eval("delete globalThis.__hb;")
 
     def logs(self) -> list[str]:
@@ -121,7 +122,7 @@ class QuickJSEngine:
                 None, TransformError("crashed", "the engine gave no answer"), call.logs()
             )
         if call.succeeded():
-            return Outcome(answer, None, call.logs())
+            return Outcome(answer, None, call.logs(), call.body())
         return Outcome(None, _from_harness(answer, limits), call.logs())
 
     def check(self, code: str, limits: Limits) -> TransformError | None:

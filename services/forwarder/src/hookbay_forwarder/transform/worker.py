@@ -82,7 +82,9 @@ def answer(engine: Engine, header: dict[str, object], parts: list[bytes]) -> byt
         "cpu_ms": round(cpu_ms, 3),
         "recycle": recycle,
     }
-    output = [outcome.output.encode()] if outcome.output is not None else []
+    output = []
+    if outcome.output is not None and outcome.body is not None:
+        output = [outcome.output.encode(), outcome.body.encode()]
     return protocol.encode(reply, output)
 
 
