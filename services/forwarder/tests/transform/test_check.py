@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from hookbay_forwarder.transform import CODE_MAX_BYTES, check_transformation
 from tests.support.transform import IDENTITY
 
@@ -50,3 +53,13 @@ class TestCheckTransformation:
 
     def test_the_handler_is_not_called(self) -> None:
         assert check_transformation("addHandler('transform', (r) => { while (true) {} })") is None
+
+
+class TestOwnerPageExamples:
+    def test_every_example_on_the_owners_page_passes_the_check(self) -> None:
+        page = Path(__file__).resolve().parents[4] / "docs" / "owners" / "transformations.md"
+        examples = re.findall(r"```js\n(.*?)```", page.read_text(), re.S)
+
+        assert len(examples) >= 4
+        for code in examples:
+            assert check_transformation(code) is None, code
