@@ -167,7 +167,8 @@ class TransformPool:
         """Run ``code``'s handler on ``request`` with ``context.env = env``, on behalf of
         ``owner`` (the fairness key). A request made with ``body_json`` is sent without
         encoding its body; the result's body arrives as JSON text, parsed only when
-        ``request.body`` is read."""
+        ``request.body`` is read. A request that is not JSON (a ``NaN``, a set) raises
+        ``ValueError`` / ``TypeError``: that is the caller's mistake, not the owner's."""
         started = time.monotonic()
         limits = self._within(limits)
         code_bytes = code.encode()
