@@ -183,27 +183,7 @@ class TransformPool:
             reply = await self._dispatch(frame, limits)
         if isinstance(reply, TransformError):
             return _result(None, reply, [], 0.0, started)
-        head, parts = reply
-        logs = [str(line) for line in head.get("logs") or []]
-        cpu_ms = float(head.get("cpu_ms") or 0.0)
-        if head.get("error"):
-            error = head["error"]
-            failed = TransformError(
-                error["kind"], error["message"], error.get("line"), error.get("column")
-            )
-            return _result(None, failed, logs, cpu_ms, started)
-        if len(parts) != 2:
-            return _result(
-                None,
-                TransformError("crashed", "the sandbox's answer was cut"),
-                logs,
-                cpu_ms,
-                started,
-            )
-        checked = validate(parts[0].decode(), parts[1].decode(), limits.output_bytes)
-        if isinstance(checked, TransformError):
-            return _result(None, checked, logs, cpu_ms, started)
-        return _result(checked, None, logs, cpu_ms, started)
+        return _answer(*reply, limits, started)
 
     def _within(self, limits: Limits | None) -> Limits:
         if limits is None:
@@ -229,7 +209,7 @@ class TransformPool:
                 if status == -signal.SIGXCPU and not self._closed:
                     return TransformError("timeout", "the sandbox's CPU rlimit was reached")
                 if self._closed:
-                    break
+                    return TransformError("crashed", "the pool closed during the call")
                 continue
             except BaseException:
                 self._replace(worker)  # cancelled mid-call: its answer would be read by the next
@@ -316,6 +296,27 @@ def worker_env() -> dict[str, str]:
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env
+
+
+def _answer(
+    head: dict[str, Any], parts: list[bytes], limits: Limits, started: float
+) -> TransformResult:
+    """A worker's answer as the call's result, the returned request checked."""
+    logs = [str(line) for line in head.get("logs") or []]
+    cpu_ms = float(head.get("cpu_ms") or 0.0)
+    error = head.get("error")
+    if error:
+        failed = TransformError(
+            error["kind"], error["message"], error.get("line"), error.get("column")
+        )
+        return _result(None, failed, logs, cpu_ms, started)
+    if len(parts) != 2:
+        cut = TransformError("crashed", "the sandbox's answer was cut")
+        return _result(None, cut, logs, cpu_ms, started)
+    checked = validate(parts[0].decode(), parts[1].decode(), limits.output_bytes)
+    if isinstance(checked, TransformError):
+        return _result(None, checked, logs, cpu_ms, started)
+    return _result(checked, None, logs, cpu_ms, started)
 
 
 def _refuse(code: bytes, request: bytes) -> TransformError | None:
