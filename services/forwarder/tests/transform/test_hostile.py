@@ -212,3 +212,20 @@ class TestIsolation:
 
         assert first.ok, first.error
         assert second.ok, second.error
+
+
+class TestTampering:
+    async def test_replaced_intrinsics_change_only_what_the_code_computes(
+        self, pool: TransformPool
+    ) -> None:
+        code = handler(
+            "console.log('kept'); Array.prototype.slice = () => { while (true) {} };"
+            " Array.prototype.push = null; JSON.parse = () => ({}); String.prototype.slice = null;"
+            " return request"
+        )
+
+        result = await pool.run("mallory", code, create_request(), {})
+
+        assert result.ok, result.error
+        assert result.logs == ["kept"]
+        assert result.request == create_request()

@@ -105,7 +105,8 @@ HARNESS: Final = r"""
   function registered() { return handler !== null; }
   function succeeded() { return !failed; }
   function collected() {
-    const all = logs.slice();
+    const all = [];  // no prototype method here: the owner's code may have replaced them
+    for (let i = 0; i < logs.length; i++) all[i] = logs[i];
     if (dropped) all[all.length] = "… " + dropped + " more console line(s) left out";
     return stringify(all);
   }

@@ -18,6 +18,9 @@ from hookbay_forwarder.transform.model import ErrorKind, TransformError
 _FRAME = re.compile(r"^\s*at (?:(\S+) \()?<input>:(\d+):(\d+)", re.M)
 _SETUP_BYTES = 2 * MIB
 """Heap granted over the call's limit to read back the logs after a memory failure."""
+_LOGS_CPU_S = 0.25
+"""CPU for reading the logs back, whatever the call's budget left (it runs none of the owner's
+code: the harness copies the lines without prototype methods)."""
 
 
 class _Budget:
@@ -51,7 +54,7 @@ class _Call:
 
     def logs(self) -> list[str]:
         """The console lines so far, whatever state the context was left in."""
-        self.context.set_time_limit(-1)
+        self.context.set_time_limit(_LOGS_CPU_S)
         self.context.set_memory_limit(self.memory + _SETUP_BYTES)
         try:
             lines = json.loads(self.collected())
