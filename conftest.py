@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 from pymongo import AsyncMongoClient, MongoClient
+from sse_starlette.sse import AppStatus
 
 from hookbay_common.db import client as db_client
 from hookbay_common.kafka import create_producer, ensure_configured_topics
@@ -25,6 +26,15 @@ from tests.support.receiver import Receiver, serve_receiver
 KAFKA = os.environ.get("HOOKBAY_TEST_KAFKA", "127.0.0.1:9092")
 MONGO = os.environ.get("HOOKBAY_TEST_MONGO", "mongodb://127.0.0.1:27017")
 REDIS = os.environ.get("HOOKBAY_TEST_REDIS", "redis://127.0.0.1:6379")
+
+
+@pytest.fixture(autouse=True)
+def sse_streams_open() -> None:
+    """sse-starlette ends every stream of the process once any uvicorn server's ``handle_exit``
+    ran (it patches the method to set the process-global ``AppStatus.should_exit``). A process
+    serves one dashboard, so that is its shutdown; a test worker runs many servers, and a test
+    stopping one must not end the streams of every test after it on the same worker."""
+    AppStatus.should_exit = False
 
 
 @pytest.fixture(scope="session")

@@ -126,12 +126,13 @@ class TestEmbeddedStoreIndexes:
                 db.attempts.insert_one({"_id": "att_1", "event_id": "evt_1"})
                 db.event_pages.insert_one({"_id": "wh_1:0", "webhook_id": "wh_1"})
                 db.event_books.insert_one({"_id": "wh_1:000000", "webhook_id": "wh_1"})
+                db.destinations.insert_one({"_id": "dst_1", "username": "u", "name": "d"})
                 expected = {
                     "events.id", "events.request_id", "events.username", "events.webhook_id_page",
                     "attempts.id", "attempts.event_id", "attempts.username",
                     "attempts.webhook_id_event_page", "event_pages.id", "event_pages.username",
                     "event_pages.webhook_id", "event_books.id", "event_books.username",
-                    "event_books.webhook_id",
+                    "event_books.webhook_id", "destinations.id", "destinations.username",
                 }  # fmt: skip
                 assert self.gin_indexes(name) == expected
                 assert self.with_pending_list(name) == set()

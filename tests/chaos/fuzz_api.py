@@ -6,7 +6,7 @@ bearer token, valid and invalid data, one operation at a time and as stateful se
 1. **Per operation** (about 80 %): every operation in turn, half the examples positive (as the
    document describes), half negative (breaking it: wrong types, missing fields, bad formats),
    and a third of them with the path parameters pinned to what the caller owns (a webhook, an
-   event), so that valid requests get past the 404 of a random name. One request in 16 goes with
+   event, a destination, a route), so that valid requests get past the 404 of a random name. One request in 16 goes with
    a wrong token or none (the 401 path).
 2. **Stateful** (the rest): schemathesis' state machine over the links it infers from the
    document (``POST /webhooks`` → ``GET|PATCH|DELETE /webhooks/{name}``, ``GET /webhooks`` →
@@ -16,8 +16,8 @@ bearer token, valid and invalid data, one operation at a time and as stateful se
 Every response is checked with schemathesis' ``not_a_server_error``, ``status_code_conformance``,
 ``content_type_conformance``, ``response_schema_conformance`` and ``negative_data_rejection``, and
 each 4xx/5xx body must be a JSON object with string ``error`` and ``message``. Secrets the run
-has the API store or receives (webhook secrets and passwords of accepted requests, issued
-tokens) are collected and no response may carry one, except the answer that issued a token; the
+has the API store or receives (webhook secrets, passwords and destination header values of
+accepted requests, issued tokens) are collected and no response may carry one, except the answer that issued a token; the
 caller's token too (``leaks``; the logs are the caller's to scan with ``secrets_seen``).
 
 What the run may touch (it acts as the token's owner, and an admin token could reach any user):
@@ -28,9 +28,10 @@ What the run may touch (it acts as the token's owner, and an admin token could r
   anyway: 400).
 - ``DELETE /tokens/{token_id}`` goes through only for tokens this run created; the token in use
   is never revoked, so the run cannot lock itself out.
-- every ``forward_url`` sent is pointed at ``127.0.0.1:9`` (keeping scheme, credentials and
-  path): with private destinations allowed, a fuzzed host would make the forwarder (and with
-  them refused, the SSRF check's DNS look-up) reach beyond the machine.
+- every ``forward_url``, and every destination's ``url``, sent is pointed at ``127.0.0.1:9``
+  (keeping scheme, credentials and path): with private destinations allowed, a fuzzed host would
+  make the forwarder (and with them refused, the SSRF check's DNS look-up) reach beyond the
+  machine.
 - ``GET /webhooks/{name}/events/stream`` (a live tail that never ends) is read for at most
   ``STREAM_SECONDS`` and gets a few examples only.
 - the token's own webhooks may be changed, deactivated or deleted: give the run a user of its
@@ -166,12 +167,13 @@ class Guard:
             if token_id in self.protected_tokens and token_id not in self.created_tokens:
                 params["token_id"] = f"tok_fzgone{uuid.uuid4().hex[:12]}"
                 self._report.rewritten["token not created by the run"] += 1
-        url = case.body.get("forward_url") if isinstance(case.body, dict) else None
+        field = "url" if path.startswith(f"{API}/destinations") else "forward_url"
+        url = case.body.get(field) if isinstance(case.body, dict) else None
         if isinstance(url, str) and isinstance(case.body, dict):
             safe = _loopback_url(url)
             if safe != url:
-                case.body["forward_url"] = safe
-                self._report.rewritten["forward_url pointed at 127.0.0.1:9"] += 1
+                case.body[field] = safe
+                self._report.rewritten[f"{field} pointed at 127.0.0.1:9"] += 1
 
     def _may_exist(self, username: str) -> bool:
         return username not in self.created_users and is_valid_username(username)
@@ -244,17 +246,25 @@ class Fuzzer:
 
     def _pinned_parameters(self) -> dict[str, list[str]]:
         """Path parameter values the token's owner has: webhooks (two made here, so there are
-        some) and the events listed under them."""
+        some), the events listed under them, a destination and a route of each webhook."""
+        destination = f"fz-{self.seed}-d-{uuid.uuid4().hex[:6]}"
+        self.session.post(f"{self.base}{API}/destinations", headers=self._auth(), timeout=30,
+                          json={"name": destination, "url": f"http://{SAFE_DESTINATION}/"})  # fmt: skip
         for suffix in ("a", "b"):
             name = f"fz-{self.seed}-{suffix}-{uuid.uuid4().hex[:6]}"
             self.session.post(f"{self.base}{API}/webhooks", json={"name": name},
                               headers=self._auth(), timeout=30)  # fmt: skip
+            self.session.post(f"{self.base}{API}/webhooks/{name}/routes", headers=self._auth(),
+                              json={"name": "fz-route", "destination": destination}, timeout=30)  # fmt: skip
         names = [w["name"] for w in self._get("/webhooks")]
         events: list[str] = []
+        routes: set[str] = set()
         for name in names:
             page = self._get(f"/webhooks/{name}/events?limit=5")
             events += [e["id"] for e in page["items"]]
-        return {"name": names, "event_id": events[:20]}
+            routes |= {r["name"] for r in self._get(f"/webhooks/{name}/routes")}
+        dests = [d["name"] for d in self._get("/destinations")]
+        return {"name": names, "event_id": events[:20], "dest": dests, "route": sorted(routes)}
 
     # --- one request --------------------------------------------------------------------------
 
@@ -297,12 +307,18 @@ class Fuzzer:
         body = case.body
         if not isinstance(body, dict):
             return
+        headers = body.get("headers")
+        if case.operation.path.startswith(f"{API}/destinations") and isinstance(headers, dict):
+            for value in headers.values():  # destination header values are write-only
+                self._keep_secret(value)
         for key in SECRET_FIELDS:
-            value = body.get(key)
-            if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
-                continue
-            if value not in self.secrets and not any(value in t for _, t in self.texts):
-                self.secrets.add(value)
+            self._keep_secret(body.get(key))
+
+    def _keep_secret(self, value: Any) -> None:
+        if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
+            return
+        if value not in self.secrets and not any(value in t for _, t in self.texts):
+            self.secrets.add(value)
 
     def _judge(self, case: ApiCase, response: Response, headers: dict[str, str]) -> None:
         status = response.status_code

@@ -3,7 +3,10 @@
 from hookbay_dev.factories import (
     TEST_SECRET_KEY,
     create_attempt,
+    create_destination,
+    create_destination_task,
     create_event,
+    create_route,
     create_user,
     create_webhook,
     unique_name,
@@ -12,7 +15,10 @@ from hookbay_dev.factories import (
 __all__ = [
     "TEST_SECRET_KEY",
     "create_attempt",
+    "create_destination",
+    "create_destination_task",
     "create_event",
+    "create_route",
     "create_user",
     "create_webhook",
     "unique_name",

@@ -34,6 +34,9 @@ LANGUAGE sql IMMUTABLE AS $$
     WHEN 'sessions' THEN ARRAY['_id', 'username']
     WHEN 'api_tokens' THEN ARRAY['_id', 'token_hash', 'username']
     WHEN 'webhooks' THEN ARRAY['_id', 'username']
+    WHEN 'held_deliveries' THEN ARRAY['_id', 'destination+page']
+    WHEN 'held_lanes' THEN ARRAY['_id', 'held']
+    WHEN 'destinations' THEN ARRAY['_id', 'username']
     ELSE ARRAY['_id']
   END
 $$;

@@ -16,6 +16,7 @@ from hookbay_common.db import (
     AttemptRepository,
     Collections,
     Database,
+    DestinationRepository,
     EventCursor,
     EventRepository,
     LockRepository,
@@ -38,6 +39,8 @@ from hookbay_common.db.events import (
 from hookbay_common.db.events import bulk as bulk_module
 from hookbay_common.db.events.summaries import _heal_at, _summary
 from hookbay_common.errors import (
+    DestinationAlreadyExists,
+    DestinationNotFound,
     TokenNotFound,
     UserAlreadyExists,
     UserNotFound,
@@ -45,12 +48,23 @@ from hookbay_common.errors import (
     WebhookNotFound,
 )
 from hookbay_common.ids import IdPrefix, derived_id, new_id
-from hookbay_common.models import ApiToken, AttemptTrigger, Event, EventStatus, RejectedReason, Role
+from hookbay_common.models import (
+    ApiToken,
+    AttemptTrigger,
+    Event,
+    EventStatus,
+    RateLimit,
+    RatePeriod,
+    RejectedReason,
+    Role,
+)
 from hookbay_common.secrets_box import SecretBox, hash_api_token
 from tests.support.factories import (
     TEST_SECRET_KEY,
     create_attempt,
+    create_destination,
     create_event,
+    create_route,
     create_user,
     create_webhook,
     unique_name,
@@ -147,6 +161,85 @@ class TestWebhookRepository:
         assert [h.name for h in await hooks.list_for_owner(owner)] == ["alpha", "mid", "zeta"]
         with pytest.raises(WebhookNotFound):
             await hooks.update(owner, "missing", active=True)
+
+
+class TestWebhookRoutes:
+    async def test_a_webhook_stored_before_routes_reads_without_routes(self, db: Database) -> None:
+        """Today's layout: a document without ``routes`` (no migration needed)."""
+        hooks = WebhookRepository(db, BOX)
+        hook = create_webhook()
+        document = hooks._to_document(hook)
+        assert "routes" not in document
+        await db[Collections.WEBHOOKS].insert_one(document)
+        assert (await hooks.require(hook.username, hook.name)).routes == ()
+
+    async def test_routes_are_replaced_in_order_only_if_unchanged(self, db: Database) -> None:
+        hooks = WebhookRepository(db, BOX)
+        hook = await hooks.create(create_webhook())
+        routes = [
+            create_route(
+                name="b", filter={"body": {"$or": [{"a.b": 1}, {"c": {"$exist": False}}]}}
+            ),
+            create_route(name="a"),
+        ]
+        written = await hooks.replace_routes(hook, routes)
+        assert written is not None
+        assert written.routes == tuple(routes)
+        assert written.updated_at > hook.updated_at
+        assert await hooks.require(hook.username, hook.name) == written
+        assert await hooks.replace_routes(hook, []) is None  # read before the last write
+        emptied = await hooks.replace_routes(written, [])
+        assert emptied is not None
+        assert emptied.routes == ()
+        raw = await db[Collections.WEBHOOKS].find_one({"_id": hook.id})
+        assert raw is not None
+        assert "routes" not in raw
+        await hooks.delete(hook.username, hook.name)
+        with pytest.raises(WebhookNotFound):
+            await hooks.replace_routes(emptied, routes)
+
+    async def test_other_changes_keep_the_routes(self, db: Database) -> None:
+        hooks = WebhookRepository(db, BOX)
+        hook = await hooks.create(create_webhook(routes=(create_route(),)))
+        changed = await hooks.update(
+            hook.username, hook.name, forward_url="http://x/", active=False
+        )
+        assert changed.routes == hook.routes
+
+
+class TestDestinationRepository:
+    async def test_create_get_update_delete(self, db: Database) -> None:
+        destinations = DestinationRepository(db, BOX)
+        created = await destinations.create(
+            create_destination(headers={"authorization": SecretStr("Bearer sealed-value")})
+        )
+        assert await destinations.require(created.username, created.name) == created
+        raw = await db[Collections.DESTINATIONS].find_one({"_id": created.id})
+        assert raw is not None
+        assert "sealed-value" not in str(raw)
+        changed = await destinations.update(
+            created.username, created.name,
+            {"timeout_s": 3, "rate_limit": RateLimit(count=2, period=RatePeriod.MINUTE),
+             "retry_schedule": ("0", "1s"), "headers": {}},
+        )  # fmt: skip
+        assert (changed.timeout_s, changed.retry_schedule, changed.headers) == (3, ("0", "1s"), {})
+        assert changed.rate_limit == RateLimit(count=2, period=RatePeriod.MINUTE)
+        assert [d.name for d in await destinations.list_for_owner(created.username)] == [
+            created.name
+        ]
+        await destinations.delete(created.username, created.name)
+        assert await destinations.get(created.username, created.name) is None
+        with pytest.raises(DestinationNotFound):
+            await destinations.delete(created.username, created.name)
+        with pytest.raises(DestinationNotFound):
+            await destinations.update(created.username, created.name, {"timeout_s": 4})
+
+    async def test_name_unique_per_owner_only(self, db: Database) -> None:
+        destinations = DestinationRepository(db, BOX)
+        first = await destinations.create(create_destination())
+        with pytest.raises(DestinationAlreadyExists):
+            await destinations.create(create_destination(username=first.username, name=first.name))
+        await destinations.create(create_destination(name=first.name))
 
 
 class TestTokenRepository:

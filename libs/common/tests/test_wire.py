@@ -7,17 +7,22 @@ import msgpack
 import pytest
 
 from hookbay_common.models import AttemptTrigger, DeliveryTask, RejectedReason
+from hookbay_common.routing.tasks import delivery_id
+from hookbay_common.topics import MAX_MESSAGE_BYTES
 from hookbay_common.wire import (
     WireError,
     decode_attempt,
+    decode_destination_task,
     decode_event,
     decode_task,
     encode_attempt,
+    encode_destination_task,
     encode_event,
     encode_task,
     max_event_bytes,
+    peek_destination_task,
 )
-from tests.support.factories import create_attempt, create_event
+from tests.support.factories import create_attempt, create_destination_task, create_event
 
 BODIES = {
     "json": b'{"id": 1, "name": "caf\xc3\xa9"}',
@@ -139,3 +144,42 @@ class TestMaxEventBytes:
         )
         assert len(encode_event(event)) <= bound - 4096
         assert len(encode_task(task)) <= bound - 4096  # room left for key and record framing
+
+
+class TestDestinationTask:
+    def test_round_trips_byte_exact(self) -> None:
+        event = create_event(body=BODIES["invalid-utf8"])
+        task = create_destination_task(event=event, attempt=3, trigger=AttemptTrigger.RETRY)
+        decoded = decode_destination_task(encode_destination_task(task))
+        assert decoded == task
+        assert decoded.event.body == BODIES["invalid-utf8"]
+
+    def test_routing_fields_are_readable_without_the_event(self) -> None:
+        task = create_destination_task(destination="dst_9")
+        fields = peek_destination_task(encode_destination_task(task))
+        assert (fields["destination"], fields["event_id"], fields["owner"]) == (
+            "dst_9", task.event.id, task.event.username,
+        )  # fmt: skip
+
+    def test_a_record_of_another_schema_is_refused(self) -> None:
+        with pytest.raises(WireError, match="destination-task/1"):
+            decode_destination_task(encode_event(create_event()))
+
+    def test_an_owner_that_is_not_the_events_is_refused(self) -> None:
+        fields = peek_destination_task(encode_destination_task(create_destination_task()))
+        fields["owner"] = "mallory"
+        value = msgpack.packb({"schema": "destination-task/1", **fields}, use_bin_type=True)
+        with pytest.raises(WireError, match="owner"):
+            decode_destination_task(value)
+
+    def test_fits_a_kafka_record_with_the_largest_body(self) -> None:
+        body = os.urandom(4_500_000)
+        task = create_destination_task(event=create_event(body=body))
+        assert len(encode_destination_task(task)) < MAX_MESSAGE_BYTES
+
+
+class TestDeliveryId:
+    def test_the_same_event_and_route_give_the_same_id(self) -> None:
+        assert delivery_id("evt_01abc", "rt_1") == delivery_id("evt_01abc", "rt_1")
+        assert delivery_id("evt_01abc", "rt_1") != delivery_id("evt_01abc", "rt_2")
+        assert delivery_id("evt_01abc", "rt_1").startswith("dlv_01abc_")

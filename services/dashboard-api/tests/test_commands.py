@@ -456,7 +456,7 @@ class TestConsoleScript:
     def test_help_lists_service_commands(self, env: dict[str, str]) -> None:
         result = self.run(env, "--help")
         assert result.returncode == 0
-        for command in ("user", "token", "webhook"):
+        for command in ("user", "token", "webhook", "destination", "route"):
             assert f"  {command} " in result.stdout
 
     def test_error_is_one_line_without_traceback(self, env: dict[str, str]) -> None:
@@ -474,10 +474,11 @@ class TestMigrate:
     def test_creates_indexes_and_topics_idempotently(self, hookbay: Invoke, raw_db: Any) -> None:
         first = ok_json(hookbay("migrate", "--json"))
         assert first["indexes"] == "ok"
-        stored = raw_db.users.count_documents({}) + raw_db.webhooks.count_documents({})
-        assert first["config_published"] == stored  # every user and webhook, to the change log
+        stored = sum(raw_db[c].count_documents({}) for c in ("users", "webhooks", "destinations"))
+        assert first["config_published"] == stored  # every user, webhook, destination
         assert ok_json(hookbay("migrate", "--json"))["topics_created"] == []
         assert "request_id" in raw_db.events.index_information()
+        assert "owner_name" in raw_db.destinations.index_information()
         assert (
             hookbay("migrate")
             .stdout.strip()

@@ -40,7 +40,18 @@ async def _victim(dashboard: Dashboard) -> Victim:
     )  # fmt: skip
     await dashboard.runtime.events.upsert(event)
     token = (await owner.client.post("/api/v1/tokens", json={"name": "victim"})).json()
-    values = {"name": "orders", "event_id": event.id, "token_id": token["id"]}
+    destination = await owner.client.post(
+        "/api/v1/destinations", json={"name": "billing", "url": "http://127.0.0.1:9/b"}
+    )
+    assert destination.status_code == 201, destination.text
+    route = await owner.client.post(
+        "/api/v1/webhooks/orders/routes", json={"name": "to-billing", "destination": "billing"}
+    )
+    assert route.status_code == 201, route.text
+    values = {
+        "name": "orders", "event_id": event.id, "token_id": token["id"], "dest": "billing",
+        "route": "to-billing",
+    }  # fmt: skip
     job = await owner.client.post("/api/v1/webhooks/orders/events/replay", json={})
     if job.status_code == 202:
         values["job_id"] = job.json()["id"]
@@ -63,6 +74,7 @@ BODIES: dict[str, dict[str, Any]] = {
         "session_id": "lst_isolation", "number": 1, "url": "http://localhost:3000/",
         "started_at": "2026-01-01T00:00:00Z", "status_code": 200,
     },
+    "/api/v1/webhooks/{name}/routes": {"name": "intruder", "destination": "billing"},
 }  # fmt: skip
 """Valid bodies, where ``{}`` would be refused (422) before the owner is checked."""
 
@@ -80,7 +92,7 @@ class TestIsolation:
         victim = await _victim(dashboard)
         intruder = await dashboard.owner()
         operations = await _operations(dashboard)
-        assert len(operations) >= 14, operations
+        assert len(operations) >= 24, operations
         answers = {}
         for method, path in operations:
             names = PARAMETER.findall(path)
@@ -94,11 +106,44 @@ class TestIsolation:
         # and nothing of the victim's changed
         hook = (await victim.owner.client.get("/api/v1/webhooks/orders")).json()
         assert (hook["active"], hook["forward_url"]) == (True, "http://127.0.0.1:9/in")
+        dest = (await victim.owner.client.get("/api/v1/destinations/billing")).json()
+        assert (dest["state"], dest["url"]) == ("active", "http://127.0.0.1:9/b")
+        routes = (await victim.owner.client.get("/api/v1/webhooks/orders/routes")).json()
+        assert [(r["name"], r["destination"]) for r in routes] == [("to-billing", "billing")]
         tokens = (await victim.owner.client.get("/api/v1/tokens")).json()
         assert victim.values["token_id"] in {t["id"] for t in tokens}
         assert await dashboard.runtime.events.get(victim.values["event_id"]) is not None
 
-    @pytest.mark.parametrize("path", ["/api/v1/webhooks", "/api/v1/tokens", "/api/v1/me"])
+    async def test_same_names_of_another_owner_are_404_with_a_body(
+        self, dashboard: Dashboard
+    ) -> None:
+        """The intruder's own webhook ``orders`` cannot reach the victim's destination, and a
+        route of the intruder's cannot name it."""
+        await _victim(dashboard)
+        intruder = await dashboard.owner()
+        await intruder.client.post("/api/v1/webhooks", json={"name": "orders"})
+        route = await intruder.client.post(
+            "/api/v1/webhooks/orders/routes", json={"name": "r", "destination": "billing"}
+        )
+        assert route.status_code == 422
+        assert route.json()["detail"][0]["loc"] == ["body", "destination"]
+        calls = [
+            ("PATCH", "/api/v1/destinations/billing", {"timeout_s": 5}),
+            ("POST", "/api/v1/destinations/billing/pause", None),
+            ("POST", "/api/v1/destinations/billing/resume", None),
+            ("DELETE", "/api/v1/destinations/billing", None),
+            ("GET", "/api/v1/webhooks/orders/routes/to-billing", None),
+            ("PATCH", "/api/v1/webhooks/orders/routes/to-billing", {"enabled": False}),
+            ("DELETE", "/api/v1/webhooks/orders/routes/to-billing", None),
+            ("POST", "/api/v1/webhooks/orders/routes/to-billing/dry-run", {"last": 5}),
+        ]
+        for method, path, body in calls:
+            response = await intruder.client.request(method, path, json=body)
+            assert response.status_code == 404, (method, path, response.text)
+
+    @pytest.mark.parametrize(
+        "path", ["/api/v1/webhooks", "/api/v1/tokens", "/api/v1/me", "/api/v1/destinations"]
+    )
     async def test_lists_show_only_the_callers_own(self, dashboard: Dashboard, path: str) -> None:
         victim = await _victim(dashboard)
         intruder = await dashboard.owner()

@@ -21,7 +21,13 @@ from hookbay_common.kafka import create_producer
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_ingest.app import Ingest, create_app
-from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
+from tests.support.factories import (
+    TEST_SECRET_KEY,
+    create_destination,
+    create_route,
+    create_user,
+    create_webhook,
+)
 from tests.support.ingest import Stack, ingest_settings
 from tests.support.waiting import until
 
@@ -217,6 +223,47 @@ class TestChangeLog:
             )
         )
         assert (await stack.post(user, hook)).status_code == 200
+
+
+class TestDestinationsAndRoutes:
+    async def test_destination_records_are_skipped_and_routes_are_held(
+        self, settings: Settings, db: Database, publisher: ConfigPublisher
+    ) -> None:
+        """A destination named like a webhook, its change and its deletion, leave the webhook
+        as it is; a webhook's routes come with its record, and reconciliation agrees."""
+        box = SecretBox(TEST_SECRET_KEY)
+        users, webhooks = UserRepository(db), WebhookRepository(db, box)
+        async with own_ingest(settings, view_reconcile_interval=3600) as (ingest, client):
+            user = await users.create(create_user(plan="pro"))
+            hook = await webhooks.create(create_webhook(username=user.username))
+            url = f"/w/{user.username}/{hook.name}"
+            assert (await client.post(url, content=b"{}")).status_code == 200
+            destination = create_destination(username=user.username, name=hook.name)
+            await publisher.destination_changed(destination)
+            await publisher.destination_deleted(user.username, hook.name)
+            # a later record of the same (one-partition) log: once it is applied, so are those
+            await publisher.user_changed(await users.update(user.username, plan="free"))
+            await until(
+                lambda: ingest.view._users[user.username].plan == "free",
+                timeout=10, what="the records after the destination's",
+            )  # fmt: skip
+            assert ingest.view._webhooks[(user.username, hook.name)] == hook
+            route = create_route(destination=hook.name, filter={"body": {"type": "paid"}})
+            with_routes = await webhooks.replace_routes(hook, [route])
+            assert with_routes is not None
+            await publisher.webhook_changed(with_routes)
+
+            async def routes_held() -> bool:
+                held = await ingest.view.webhook(user.username, hook.name)
+                return held is not None and held.routes == (route,)
+
+            await until(routes_held, timeout=10, what="the webhook's routes in the view")
+            assert (await client.post(url, content=b"{}")).status_code == 200
+            assert await ingest.view.reconcile() == 0
+            assert (
+                sample(ingest.metrics.registry, "hookbay_ingest_config_unreadable_changes_total")
+                == 0
+            )
 
 
 class TestReconciliation:

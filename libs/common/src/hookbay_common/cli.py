@@ -290,21 +290,24 @@ def migrate_command(state: CliState) -> None:
         human=lambda c: c.print(
             f"indexes ok; {moved} events upgraded to the paged layout; topics created: "
             f"{', '.join(created) or 'none'}; "
-            f"{published} users and webhooks published to the change log"
+            f"{published} users, webhooks and destinations published to the change log"
         ),
     )  # fmt: skip
 
 
 async def publish_configuration(rt: Runtime) -> int:
-    """Publish every user and webhook as it is stored (how a migration that rewrote them, or a
-    restored database, reaches the change log); how many were published."""
-    from hookbay_common.db import UserRepository, WebhookRepository
+    """Publish every user, webhook (with its routes) and destination as it is stored (how a
+    migration that rewrote them, or a restored database, reaches the change log); how many
+    were published."""
+    from hookbay_common.db import DestinationRepository, UserRepository, WebhookRepository
 
     published = 0
     for user in await UserRepository(rt.db).list_all():
         published += await rt.config.user_changed(user)
     for webhook in await WebhookRepository(rt.db, rt.box).list_all():
         published += await rt.config.webhook_changed(webhook)
+    for destination in await DestinationRepository(rt.db, rt.box).list_all():
+        published += await rt.config.destination_changed(destination)
     return published
 
 

@@ -1,11 +1,17 @@
-"""The configuration change log: how a change to a user or a webhook reaches every ingest replica.
+"""The configuration change log: how a change to a user, a webhook (with its routes) or a
+destination reaches every replica that keeps a view of the configuration.
 
 Every writer (the dashboard API, the ``hookbay-admin`` CLI, the admin endpoints, ``hookbay-admin migrate``)
 publishes each change to the compacted topic ``Topics.config`` *after* its MongoDB write: the
-record as stored (a webhook's secrets, its ``verification``'s included, sealed with
-``SecretBox``, never in clear; a user without
+record as stored (a webhook's secrets, its ``verification``'s included, and a destination's
+header values sealed with ``SecretBox``, never in clear; a user without
 its password hash), or a deletion. Ingest replicas consume the topic and apply each change to
-their in-memory view (``hookbay_ingest.view``).
+their in-memory view (``hookbay_ingest.view``); they hold users and webhooks and skip
+destinations, which are for the delivery side.
+
+Compatibility: a webhook's record carries ``routes`` only when it has some, and a
+``verification`` only when it has one, so a record of a webhook without them reads on a replica
+of an earlier version.
 
 Ordering: ``at`` (the record's ``updated_at``, or the moment of a deletion) orders the changes of
 one key. A replica ignores a change older than what it holds, so two writers racing each other
@@ -30,7 +36,7 @@ from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
 from hookbay_common.logs import get_logger
-from hookbay_common.models import User, Webhook, WebhookVerification
+from hookbay_common.models import Destination, User, Webhook, WebhookVerification
 from hookbay_common.secrets_box import SecretBox
 
 log = get_logger("hookbay.configlog")
@@ -46,10 +52,12 @@ Send = Callable[[str, bytes, bytes], Awaitable[object]]
 class Entity(StrEnum):
     USER = "user"
     WEBHOOK = "webhook"
+    DESTINATION = "destination"
 
 
 ConfigKey = tuple[str, ...]
-"""``("user", username)`` or ``("webhook", username, name)``: one entry of the view."""
+"""``("user", username)``, ``("webhook", username, name)`` or ``("destination", username,
+name)``: one entry of a view."""
 
 
 def user_key(username: str) -> ConfigKey:
@@ -60,8 +68,13 @@ def webhook_key(username: str, name: str) -> ConfigKey:
     return (Entity.WEBHOOK.value, username, name)
 
 
+def destination_key(username: str, name: str) -> ConfigKey:
+    return (Entity.DESTINATION.value, username, name)
+
+
 def kafka_key(key: ConfigKey) -> bytes:
-    """``user:alice`` / ``webhook:alice/orders``: the message key, what compaction keeps one of."""
+    """``user:alice`` / ``webhook:alice/orders`` / ``destination:alice/billing``: the message
+    key, what compaction keeps one of."""
     return f"{key[0]}:{'/'.join(key[1:])}".encode()
 
 
@@ -72,16 +85,18 @@ def normalized_user(user: User) -> User:
 
 @dataclass(frozen=True)
 class ConfigChange:
-    """One change: the record after it (``user`` or ``webhook``), or a deletion (neither)."""
+    """One change: the record after it (``user``, ``webhook`` or ``destination``), or a
+    deletion (none of them)."""
 
     key: ConfigKey
     at: datetime
     user: User | None = None
     webhook: Webhook | None = None
+    destination: Destination | None = None
 
     @property
     def deleted(self) -> bool:
-        return self.user is None and self.webhook is None
+        return self.user is None and self.webhook is None and self.destination is None
 
     @classmethod
     def of_user(cls, user: User) -> ConfigChange:
@@ -90,6 +105,11 @@ class ConfigChange:
     @classmethod
     def of_webhook(cls, webhook: Webhook) -> ConfigChange:
         return cls(webhook_key(webhook.username, webhook.name), webhook.updated_at, webhook=webhook)
+
+    @classmethod
+    def of_destination(cls, destination: Destination) -> ConfigChange:
+        key = destination_key(destination.username, destination.name)
+        return cls(key, destination.updated_at, destination=destination)
 
     @classmethod
     def deletion(cls, key: ConfigKey, at: datetime | None = None) -> ConfigChange:
@@ -107,6 +127,14 @@ def encode_change(change: ConfigChange, box: SecretBox) -> bytes:
         verification = change.webhook.verification
         if verification is not None:  # absent when none: records readable by older replicas
             record["verification"] = verification.to_document(box.seal)
+        if not change.webhook.routes:  # the same
+            del record["routes"]
+    elif change.destination is not None:
+        record = change.destination.model_dump(mode="json", exclude={"headers"})
+        record["headers"] = {
+            name: box.seal(value.get_secret_value())
+            for name, value in change.destination.headers.items()
+        }
     document = {
         "v": FORMAT_VERSION,
         "key": list(change.key),
@@ -132,6 +160,10 @@ def decode_change(value: bytes, box: SecretBox) -> ConfigChange:
             return ConfigChange(key, at)
         if key[0] == Entity.USER:
             return ConfigChange(key, at, user=User.model_validate(record))
+        if key[0] == Entity.DESTINATION:
+            headers = record.pop("headers", None) or {}
+            record["headers"] = {k: SecretStr(box.open(v)) for k, v in headers.items()}
+            return ConfigChange(key, at, destination=Destination.model_validate(record))
         sealed = record.pop("secret", None)
         record["secret"] = SecretStr(box.open(sealed)) if sealed else None
         verification = record.pop("verification", None)
@@ -171,6 +203,12 @@ class ConfigPublisher:
 
     async def webhook_deleted(self, username: str, name: str) -> bool:
         return await self.publish(ConfigChange.deletion(webhook_key(username, name)))
+
+    async def destination_changed(self, destination: Destination) -> bool:
+        return await self.publish(ConfigChange.of_destination(destination))
+
+    async def destination_deleted(self, username: str, name: str) -> bool:
+        return await self.publish(ConfigChange.deletion(destination_key(username, name)))
 
     async def publish(self, change: ConfigChange) -> bool:
         """True once Kafka acknowledged ``change``; False (logged) when it could not."""

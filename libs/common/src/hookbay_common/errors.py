@@ -212,3 +212,94 @@ class LockLost(HookbayError):
             lock=name,
             holder=holder,
         )
+
+
+class InvalidField(InvalidRequest):
+    """A field of the request body is refused for a reason the schema alone cannot tell (a
+    name's grammar, a URL the SSRF guard refuses, a destination that does not exist, a filter
+    the engine refuses). 422 with the API's validation body: ``detail`` lists each problem
+    with its ``loc`` (``["body", <field>, ...]``), ``msg`` and ``type``."""
+
+    status_code = 422
+
+    def __init__(self, loc: tuple[str | int, ...], msg: str, kind: str = "value_error") -> None:
+        where = ".".join(str(p) for p in loc)
+        detail = [{"loc": ["body", *loc], "msg": msg, "type": kind}]
+        super().__init__(f"{where}: {msg}", detail=detail)
+        self.loc = loc
+
+
+class DestinationNotFound(NotFound):
+    error = "Destination not found"
+
+    def __init__(self, username: str, name: str) -> None:
+        super().__init__(
+            f"user {username!r} has no destination named {name!r}",
+            username=username,
+            destination=name,
+        )
+
+
+class DestinationAlreadyExists(Conflict):
+    error = "Destination already exists"
+
+    def __init__(self, username: str, name: str) -> None:
+        super().__init__(
+            f"user {username!r} already has a destination named {name!r}",
+            username=username,
+            destination=name,
+        )
+
+
+class DestinationInUse(Conflict):
+    """A deletion of a destination that routes still deliver to; ``routes`` names each as
+    ``webhook/route``."""
+
+    error = "Destination in use"
+
+    def __init__(self, name: str, routes: list[str]) -> None:
+        super().__init__(
+            f"destination {name!r} is used by route(s) {', '.join(routes)}: delete them or "
+            "point them at another destination first",
+            destination=name,
+            routes=routes,
+        )
+
+
+class RouteNotFound(NotFound):
+    error = "Route not found"
+
+    def __init__(self, webhook_name: str, route: str) -> None:
+        super().__init__(
+            f"webhook {webhook_name!r} has no route named {route!r}",
+            webhookName=webhook_name,
+            route=route,
+        )
+
+
+class RouteAlreadyExists(Conflict):
+    error = "Route already exists"
+
+    def __init__(self, webhook_name: str, route: str) -> None:
+        super().__init__(
+            f"webhook {webhook_name!r} already has a route named {route!r}",
+            webhookName=webhook_name,
+            route=route,
+        )
+
+
+class RouteLimitReached(Conflict):
+    error = "Route limit reached"
+
+    def __init__(self, webhook_name: str, limit: int) -> None:
+        super().__init__(
+            f"webhook {webhook_name!r} has {limit} routes, the most a webhook may have",
+            webhookName=webhook_name,
+            limit=limit,
+        )
+
+
+class ConcurrentChange(Conflict):
+    """A read-modify-write lost to other writers every time it was tried: send it again."""
+
+    error = "Concurrent change"

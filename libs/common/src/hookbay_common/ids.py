@@ -15,6 +15,9 @@ class IdPrefix(StrEnum):
     TOKEN = "tok"  # noqa: S105 - an id prefix
     CHAIN = "chn"
     REPLAY_JOB = "rpj"
+    DELIVERY = "dlv"
+    DESTINATION = "dst"
+    ROUTE = "rte"
 
 
 def new_id(prefix: IdPrefix) -> str:

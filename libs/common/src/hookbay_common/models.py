@@ -1,4 +1,5 @@
-"""The records hookbay keeps: users, webhooks, API tokens, events and delivery attempts.
+"""The records hookbay keeps: users, webhooks and their routes, destinations, API tokens, events
+and delivery attempts.
 
 These are storage- and transport-neutral; ``hookbay_common.db`` maps them to MongoDB documents and
 ``hookbay_common.wire`` to Kafka messages.
@@ -349,6 +350,79 @@ def _at(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
     return doc
 
 
+class DestinationState(StrEnum):
+    """Whether a destination receives deliveries (``docs/owners/routes.md``, "States")."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    """Deliveries are held, never discarded, until it is resumed."""
+    DISABLED = "disabled"
+    """Turned off by hookbay (the destination is gone, or failed for too long); held too."""
+
+
+class StateReason(StrEnum):
+    """Why a destination is not active."""
+
+    MANUAL = "manual"
+    """Its owner paused it."""
+    BREAKER = "breaker"
+    GONE = "gone"
+    SUSTAINED_FAILURE = "sustained_failure"
+
+
+class RatePeriod(StrEnum):
+    SECOND = "second"
+    MINUTE = "minute"
+    HOUR = "hour"
+
+
+DESTINATION_TIMEOUT_DEFAULT: Final = 10
+DESTINATION_TIMEOUT_MAX: Final = 60
+MAX_CONCURRENCY_DEFAULT: Final = 10
+MAX_CONCURRENCY_MAX: Final = 64
+
+
+class RateLimit(_Record):
+    """At most ``count`` requests per ``period`` to one destination, retries included."""
+
+    count: int = Field(ge=1, le=1_000_000)
+    period: RatePeriod
+
+
+class Destination(_Record):
+    """Where routes deliver: an owner's URL with its delivery controls. ``headers`` values are
+    plaintext in memory only (sealed at rest and on the change log); ``retry_schedule``
+    ``None`` means the installation's ``HOOKBAY_RETRY_SCHEDULE``."""
+
+    id: str
+    username: str
+    name: str
+    url: str
+    timeout_s: int = Field(default=DESTINATION_TIMEOUT_DEFAULT, ge=1, le=DESTINATION_TIMEOUT_MAX)
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    retry_schedule: tuple[str, ...] | None = None
+    rate_limit: RateLimit | None = None
+    max_concurrency: int = Field(default=MAX_CONCURRENCY_DEFAULT, ge=1, le=MAX_CONCURRENCY_MAX)
+    state: DestinationState = DestinationState.ACTIVE
+    state_reason: StateReason | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Route(_Record):
+    """One of a webhook's ordered routes: its events that pass ``filter`` (``None``: all of
+    them) go to the owner's destination named ``destination``. ``filter`` is the owner's
+    filter document as saved (``hookbay_common.routing.filters``)."""
+
+    id: str
+    name: str
+    destination: str
+    enabled: bool = True
+    filter: dict[str, Any] | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
 class Webhook(_Record):
     """A receiving URL ``/w/{username}/{name}``. ``secret`` is plaintext in memory only.
 
@@ -362,8 +436,13 @@ class Webhook(_Record):
     verification: WebhookVerification | None = None
     forward_url: str | None = None
     active: bool = True
+    routes: tuple[Route, ...] = ()
+    """In order: the order owners see and the router evaluates."""
     created_at: datetime
     updated_at: datetime
+
+    def route(self, name: str) -> Route | None:
+        return next((r for r in self.routes if r.name == name), None)
 
     @property
     def effective_verification(self) -> WebhookVerification | None:

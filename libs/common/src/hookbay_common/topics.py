@@ -66,8 +66,9 @@ class Topics:
 
     @property
     def config(self) -> str:
-        """The configuration change log: the latest state of every user and webhook, keyed
-        ``user:{username}`` / ``webhook:{username}/{name}``; compacted (see ``configlog``)."""
+        """The configuration change log: the latest state of every user, webhook and
+        destination, keyed ``user:{username}`` / ``webhook:{username}/{name}`` /
+        ``destination:{username}/{name}``; compacted (see ``configlog``)."""
         return f"{self.namespace}.config"
 
     @property

@@ -11,7 +11,8 @@ from typing import Any
 
 import msgpack
 
-from hookbay_common.models import Attempt, DeliveryTask, Event
+from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, Event
+from hookbay_common.routing.tasks import DestinationTask
 
 EVENT_SCHEMA = "event/1"
 ENVELOPE_OVERHEAD_BYTES = 16 * 1024
@@ -21,6 +22,7 @@ each), the record key, dead-letter headers and the record batch framing."""
 ATTEMPT_SCHEMA = "attempt/1"
 _OMITTED_WHEN_NONE = ("verification", "handshake")
 TASK_SCHEMA = "task/1"
+DESTINATION_TASK_SCHEMA = "destination-task/1"
 
 
 class WireError(ValueError):
@@ -137,3 +139,56 @@ def decode_attempt(value: bytes) -> Attempt:
         return Attempt.model_validate(fields)
     except (KeyError, TypeError, ValueError) as exc:
         raise WireError(f"invalid {ATTEMPT_SCHEMA} message: {exc}") from None
+
+
+def encode_destination_task(task: DestinationTask) -> bytes:
+    """A ``DestinationTask`` as a msgpack map. ``event_id``, ``owner`` and ``destination`` sit at
+    the top, beside the inline event, so readers that route or count (``peek_destination_task``)
+    never validate the event. Its size is the event's (``max_event_bytes``) plus a few ids: one
+    record per (event, destination) fits ``topics.MAX_MESSAGE_BYTES`` as a ``task/1`` does."""
+    return _pack(
+        DESTINATION_TASK_SCHEMA,
+        {
+            "delivery_id": task.delivery_id,
+            "chain_id": task.chain_id,
+            "event_id": task.event.id,
+            "owner": task.event.username,
+            "destination": task.destination,
+            "route": task.route,
+            "trigger": task.trigger.value,
+            "attempt": task.attempt,
+            "not_before": _datetime_to_wire(task.not_before),
+            "event": _event_to_fields(task.event),
+        },
+    )
+
+
+def peek_destination_task(value: bytes) -> dict[str, Any]:
+    """A destination task's fields as sent, unvalidated (``not_before`` in Unix milliseconds)."""
+    return _unpack(DESTINATION_TASK_SCHEMA, value)
+
+
+def decode_destination_task(value: bytes) -> DestinationTask:
+    fields = _unpack(DESTINATION_TASK_SCHEMA, value)
+    try:
+        event = _event_from_fields(fields["event"])
+        if (fields["event_id"], fields["owner"]) != (event.id, event.username):
+            raise ValueError("event_id or owner differs from the event's")
+        return DestinationTask(
+            delivery_id=_text(fields["delivery_id"]),
+            chain_id=_text(fields["chain_id"]),
+            destination=_text(fields["destination"]),
+            route=_text(fields["route"]),
+            trigger=AttemptTrigger(fields["trigger"]),
+            attempt=int(fields["attempt"]),
+            not_before=_datetime_from_wire(fields["not_before"]),
+            event=event,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"invalid {DESTINATION_TASK_SCHEMA} message: {exc}") from None
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {type(value).__name__}")
+    return value

@@ -28,8 +28,10 @@ from hookbay_common.process import Probes, mount_probes, report_loop_errors
 from hookbay_dashboard.accounts.routes import router as accounts_router
 from hookbay_dashboard.auth.routes import router as auth_router
 from hookbay_dashboard.deps import refuse_unstorable_text
+from hookbay_dashboard.destinations.routes import router as destinations_router
 from hookbay_dashboard.events.routes import router as events_router
 from hookbay_dashboard.replays.routes import router as replays_router
+from hookbay_dashboard.routing.routes import router as routing_router
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.spa import mount_spa
@@ -53,7 +55,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "Not authenticated"),
         (403, "Forbidden (CSRF check failed, admin role required)"),
         (404, "Not found, or another owner's"),
-        (409, "Conflict (name taken)"),
+        (409, "Conflict (name taken, destination in use, route limit)"),
         (422, "Body or parameters do not match the schema"),
         (429, "Too many requests (login throttling)"),
         (503, "A dependency (Kafka) is unreachable; retry later"),
@@ -180,8 +182,8 @@ def api_router() -> APIRouter:
         prefix=API_PREFIX, responses=ERROR_RESPONSES, dependencies=[Depends(refuse_unstorable_text)]
     )
     routers = [
-        auth_router, accounts_router, webhooks_router, tail_router, events_router, replays_router,
-        stats_router,
+        auth_router, accounts_router, webhooks_router, routing_router, destinations_router,
+        tail_router, events_router, replays_router, stats_router,
     ]  # fmt: skip
     for router in routers:
         api.include_router(router)

@@ -18,8 +18,10 @@ from hookbay_common.errors import AdminRequired, CsrfRejected, NotAuthenticated
 from hookbay_common.names import check_storable
 from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.auth.service import AuthService, Principal
+from hookbay_dashboard.destinations.service import DestinationService
 from hookbay_dashboard.events.service import EventService
 from hookbay_dashboard.replays.service import ReplayService
+from hookbay_dashboard.routing.service import RouteService
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.stats.service import StatsService
@@ -162,3 +164,17 @@ def get_stats(runtime: RuntimeDep) -> StatsService:
 
 
 StatsDep = Annotated[StatsService, Depends(get_stats)]
+
+
+def get_destinations(runtime: RuntimeDep) -> DestinationService:
+    return runtime.services.destinations()
+
+
+DestinationsDep = Annotated[DestinationService, Depends(get_destinations)]
+
+
+def get_routes(runtime: RuntimeDep) -> RouteService:
+    return runtime.services.routes()
+
+
+RoutesDep = Annotated[RouteService, Depends(get_routes)]

@@ -63,6 +63,7 @@ class Runtime:
         self.attempts = stores.attempts
         self.stats = stores.stats
         self.replay_jobs = stores.replay_jobs
+        self.destinations = stores.destinations
         self.limiter: RateLimiter = create_rate_limiter(
             settings.redis_url, key_prefix=settings.redis_key_prefix
         )

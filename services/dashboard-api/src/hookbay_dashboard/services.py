@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import (
     AttemptRepository,
+    DestinationRepository,
     EventRepository,
     ReplayJobRepository,
     SessionRepository,
@@ -27,9 +28,11 @@ from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService, OwnerData
 from hookbay_dashboard.auth.service import AuthService
+from hookbay_dashboard.destinations.service import DestinationService
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.service import EventService
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher, ReplayService
+from hookbay_dashboard.routing.service import RouteService
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.stats.service import StatsService
 from hookbay_dashboard.tail.service import TailService
@@ -48,13 +51,14 @@ class Stores:
     attempts: AttemptRepository
     stats: StatsRepository
     replay_jobs: ReplayJobRepository
+    destinations: DestinationRepository
 
     @classmethod
     def open(cls, db: Database, box: SecretBox) -> Stores:
         return cls(
             UserRepository(db), TokenRepository(db), SessionRepository(db),
             WebhookRepository(db, box), EventRepository(db), AttemptRepository(db),
-            StatsRepository(db), ReplayJobRepository(db),
+            StatsRepository(db), ReplayJobRepository(db), DestinationRepository(db, box),
         )  # fmt: skip
 
 
@@ -73,7 +77,9 @@ class Services:
 
     def accounts(self, *, hasher: PasswordHasher | None = None) -> AccountService:
         s = self.stores
-        owner_data = OwnerData(s.webhooks, s.events, s.attempts, s.sessions, s.stats)
+        owner_data = OwnerData(
+            s.webhooks, s.events, s.attempts, s.sessions, s.stats, s.destinations
+        )
         return AccountService(
             s.users, s.tokens, self.plans, hasher=hasher, sessions=s.sessions,
             publisher=self.config, owner_data=owner_data,
@@ -94,6 +100,17 @@ class Services:
             s.webhooks, s.users, allow_private=self.settings.allow_private_destinations,
             publisher=self.config, stats=s.stats,
         )  # fmt: skip
+
+    def destinations(self) -> DestinationService:
+        s = self.stores
+        return DestinationService(
+            s.destinations, s.users, s.webhooks,
+            allow_private=self.settings.allow_private_destinations, publisher=self.config,
+        )  # fmt: skip
+
+    def routes(self) -> RouteService:
+        s = self.stores
+        return RouteService(s.webhooks, s.destinations, s.events, publisher=self.config)
 
     def events(self) -> EventService:
         s = self.stores

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from hookbay_common.metrics import LATENCY_BUCKETS, name, new_registry
 
@@ -76,3 +76,42 @@ class RecorderMetrics(ConsumerMetrics):
             name("recorder_unreadable"), "Records skipped because they could not be read.",
             ["topic"], registry=r,
         )  # fmt: skip
+
+
+class LaneMetrics:
+    """The delivery lanes' figures, added to a process's registry.
+
+    No series is labelled by destination, owner or event: a destination label is one series per
+    owner's destination, an unbounded set across tenants. The series are aggregates over every
+    lane of the process (the oldest held age is the worst lane's, what an alert needs); per
+    destination figures are in ``Lanes.snapshot`` for the API to show."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.deliveries = Counter(
+            name("lanes_deliveries"), "Attempts started by the delivery lanes, by outcome.",
+            ["outcome"], registry=r,
+        )  # fmt: skip
+        """outcome: what the deliver function returned (success, retry, failed)."""
+        self.held = Gauge(
+            name("lanes_held_deliveries"),
+            "Delivery tasks in the hold store of the destinations this process owns.", registry=r,
+        )  # fmt: skip
+        self.holding = Gauge(
+            name("lanes_destinations_holding"), "Destinations whose lane holds tasks.", registry=r
+        )
+        self.oldest_held_age = Gauge(
+            name("lanes_oldest_held_age_seconds"),
+            "Age of the oldest held task over every destination (0: none held).", registry=r,
+        )  # fmt: skip
+        self.rate_limited = Counter(
+            name("lanes_rate_limited_waits"),
+            "Times a lane's next attempt waited for its destination's rate limit.", registry=r,
+        )  # fmt: skip
+        self.rate_limited_seconds = Counter(
+            name("lanes_rate_limited_wait_seconds"),
+            "Seconds lanes' next attempts were set to wait for their rate limit.", registry=r,
+        )  # fmt: skip
+        self.buffered = Gauge(
+            name("lanes_buffered"), "Delivery tasks in memory, waiting or running.", registry=r
+        )

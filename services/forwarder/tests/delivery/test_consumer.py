@@ -15,28 +15,10 @@ from aiokafka.errors import (
 
 from hookbay_common.kafka import create_consumer, ensure_topics
 from hookbay_common.topics import TopicSpec
-from hookbay_forwarder.delivery.consumer import Handler, HandlerCrashed, OrderedConsumer, _Partition
+from hookbay_forwarder.delivery.consumer import Handler, HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.metrics import ConsumerMetrics
 from tests.support.factories import unique_name
 from tests.support.waiting import until
-
-
-class TestPartitionOffsets:
-    def test_commits_only_below_the_first_unfinished_record(self) -> None:
-        part = _Partition()
-        for offset in (10, 11, 12, 13):
-            part.add(offset)
-        assert part.committable() == 10
-        part.finish(12)
-        part.finish(11)
-        assert part.committable() == 10  # 10 still running: nothing past it is safe
-        part.finish(10)
-        assert part.committable() == 13
-        part.finish(13)
-        assert part.committable() == 14
-
-    def test_nothing_read_nothing_to_commit(self) -> None:
-        assert _Partition().committable() is None
 
 
 async def _topic(bootstrap: str) -> str:

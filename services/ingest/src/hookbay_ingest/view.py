@@ -1,4 +1,5 @@
-"""The configuration view: every user and webhook in memory, kept current by the change log.
+"""The configuration view: every user and webhook (with its routes) in memory, kept current by
+the change log.
 
 How a request finds its user and webhook (``user()``, ``webhook()``):
 
@@ -59,6 +60,8 @@ log = get_logger("hookbay.ingest.view")
 RECONNECT_INTERVAL = 2.0
 SYNC_TIMEOUT = 1.0
 Record = User | Webhook
+_HELD = frozenset({Entity.USER.value, Entity.WEBHOOK.value})
+"""The change log's entities a request needs; the others are skipped."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +210,10 @@ class ConfigView:
             self._webhooks.pop((key[1], key[2]), None)
 
     def apply(self, change: ConfigChange) -> None:
-        """Apply one change-log record (see the module docstring for ordering)."""
+        """Apply one change-log record (see the module docstring for ordering). Records of
+        entities the view does not hold (destinations: the delivery side's) are skipped."""
+        if change.key[0] not in _HELD:
+            return
         self._generation += 1
         self._touched[change.key] = self._generation
         current = self._get(change.key)

@@ -6,8 +6,18 @@ import uuid
 from typing import Any
 
 from hookbay_common.clock import utcnow
-from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Attempt, AttemptTrigger, Event, Role, User, Webhook
+from hookbay_common.ids import IdPrefix, derived_id, new_id
+from hookbay_common.models import (
+    Attempt,
+    AttemptTrigger,
+    Destination,
+    Event,
+    Role,
+    Route,
+    User,
+    Webhook,
+)
+from hookbay_common.routing.tasks import DestinationTask, delivery_id
 
 TEST_SECRET_KEY = "test-only-secret-key-4f1c2a9be07d43c1a5c2"
 
@@ -38,6 +48,31 @@ def create_webhook(**overrides: Any) -> Webhook:
         "updated_at": now,
     }
     return Webhook(**{**fields, **overrides})
+
+
+def create_destination(**overrides: Any) -> Destination:
+    now = utcnow()
+    fields: dict[str, Any] = {
+        "id": new_id(IdPrefix.DESTINATION),
+        "username": unique_name("u"),
+        "name": unique_name("dest-"),
+        "url": "http://127.0.0.1:9/destination",
+        "created_at": now,
+        "updated_at": now,
+    }
+    return Destination(**{**fields, **overrides})
+
+
+def create_route(**overrides: Any) -> Route:
+    now = utcnow().replace(microsecond=0)  # as the store keeps it (milliseconds)
+    fields: dict[str, Any] = {
+        "id": new_id(IdPrefix.ROUTE),
+        "name": unique_name("route-"),
+        "destination": "billing",
+        "created_at": now,
+        "updated_at": now,
+    }
+    return Route(**{**fields, **overrides})
 
 
 def create_event(**overrides: Any) -> Event:
@@ -74,3 +109,21 @@ def create_attempt(event: Event, **overrides: Any) -> Attempt:
         "latency_ms": 3.5,
     }
     return Attempt(**{**fields, **overrides})
+
+
+def create_destination_task(**overrides: Any) -> DestinationTask:
+    """A first attempt over route ``rt_1`` to destination ``dst_1`` of a new event (``event``
+    overrides it), due at once."""
+    event = overrides.pop("event", None) or create_event()
+    route = overrides.get("route", "rt_1")
+    fields: dict[str, Any] = {
+        "delivery_id": delivery_id(event.id, route),
+        "chain_id": derived_id(IdPrefix.CHAIN, event.id),
+        "destination": "dst_1",
+        "route": route,
+        "trigger": AttemptTrigger.INITIAL,
+        "attempt": 1,
+        "not_before": event.created_at,
+        "event": event,
+    }
+    return DestinationTask(**{**fields, **overrides})

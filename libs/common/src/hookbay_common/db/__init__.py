@@ -5,7 +5,9 @@ FerretDB support: no transactions, change streams, TTL indexes, ``$facet`` or ``
 """
 
 from hookbay_common.db.client import Collections, Database, connect, database, migrate
+from hookbay_common.db.destinations import DestinationRepository
 from hookbay_common.db.events import AttemptRepository, EventCursor, EventRepository
+from hookbay_common.db.held import HeldTask, HoldRepository, HoldState, HoldStoreError
 from hookbay_common.db.locks import Lease, LockRepository
 from hookbay_common.db.replays import ReplayJob, ReplayJobRepository, ReplayJobStatus
 from hookbay_common.db.sessions import SessionRepository
@@ -18,8 +20,13 @@ __all__ = [
     "AttemptRepository",
     "Collections",
     "Database",
+    "DestinationRepository",
     "EventCursor",
     "EventRepository",
+    "HeldTask",
+    "HoldRepository",
+    "HoldState",
+    "HoldStoreError",
     "Lease",
     "LockRepository",
     "ReplayJob",

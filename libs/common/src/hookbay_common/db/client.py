@@ -13,6 +13,7 @@ Database = AsyncDatabase[dict[str, Any]]
 class Collections:
     USERS: Final = "users"
     WEBHOOKS: Final = "webhooks"
+    DESTINATIONS: Final = "destinations"
     EVENTS: Final = "events"
     EVENT_BODIES: Final = "event_bodies"
     EVENT_PAGES: Final = "event_pages"
@@ -26,10 +27,15 @@ class Collections:
     REPLAY_JOBS: Final = "replay_jobs"
     LOCKS: Final = "locks"
     MIGRATIONS: Final = "migrations"
+    HELD_DELIVERIES: Final = "held_deliveries"
+    HELD_LANES: Final = "held_lanes"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {
     Collections.WEBHOOKS: [
+        IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
+    ],
+    Collections.DESTINATIONS: [
         IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
     ],
     Collections.API_TOKENS: [
@@ -80,6 +86,15 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
     Collections.REPLAY_JOBS: [
         IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),
         IndexModel([("webhook_id", ASCENDING), ("status", ASCENDING)], name="webhook_status"),
+    ],
+    Collections.HELD_DELIVERIES: [
+        IndexModel(
+            [("destination", ASCENDING), ("seq", ASCENDING)], unique=True, name="destination_seq"
+        ),
+        IndexModel([("destination", ASCENDING), ("page", ASCENDING)], name="destination_page"),
+    ],
+    Collections.HELD_LANES: [
+        IndexModel([("held", ASCENDING)], name="held"),
     ],
 }
 

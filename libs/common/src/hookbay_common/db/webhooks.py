@@ -1,9 +1,16 @@
 """The ``webhooks`` collection; secrets (the webhook's ``secret`` and every secret of its
-``verification``) are sealed with ``SecretBox`` before they are stored."""
+``verification``) are sealed with ``SecretBox`` before they are stored.
+
+A webhook's routes live in its document, in order (``routes``, absent when it has none, so a
+document without routes reads as it did before routes existed). A route's ``filter`` is stored
+as JSON text: filter documents hold keys that start with ``$`` or contain ``.``, which stored
+document keys may not."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import SecretStr
@@ -13,7 +20,7 @@ from pymongo.errors import DuplicateKeyError
 from hookbay_common.clock import utcnow
 from hookbay_common.db.client import Collections, Database
 from hookbay_common.errors import WebhookAlreadyExists, WebhookNotFound
-from hookbay_common.models import Webhook, WebhookVerification
+from hookbay_common.models import Route, Webhook, WebhookVerification
 from hookbay_common.secrets_box import SecretBox
 
 _UNSET: Any = object()
@@ -25,10 +32,12 @@ class WebhookRepository:
         self._box = box
 
     def _to_document(self, webhook: Webhook) -> dict[str, Any]:
-        doc = webhook.model_dump(mode="python", exclude={"id", "secret", "verification"})
+        doc = webhook.model_dump(mode="python", exclude={"id", "secret", "verification", "routes"})
         doc["_id"] = webhook.id
         doc["secret"] = self._seal(webhook.secret)
         doc["verification"] = self._seal_verification(webhook.verification)
+        if webhook.routes:
+            doc["routes"] = routes_to_document(webhook.routes)
         return doc
 
     def _seal(self, secret: SecretStr | None) -> str | None:
@@ -48,6 +57,7 @@ class WebhookRepository:
             if verification
             else None
         )
+        doc["routes"] = routes_from_document(doc.pop("routes", None) or [])
         return Webhook.model_validate(doc)
 
     async def create(self, webhook: Webhook) -> Webhook:
@@ -120,7 +130,53 @@ class WebhookRepository:
             raise WebhookNotFound(username, name)
         return self._from_document(doc)
 
+    async def replace_routes(self, webhook: Webhook, routes: Sequence[Route]) -> Webhook | None:
+        """Store ``routes`` as the routes of ``webhook`` if the stored webhook is still the one
+        read (its ``updated_at`` unchanged), moving ``updated_at`` forward; ``None`` when
+        another write came first (read again and retry). ``WebhookNotFound`` when it is gone."""
+        read_at = stored_moment(webhook.updated_at)
+        moved = max(utcnow(), read_at + timedelta(milliseconds=1))
+        change: dict[str, Any] = {"$set": {"updated_at": moved}}
+        if routes:
+            change["$set"]["routes"] = routes_to_document(routes)
+        else:
+            change["$unset"] = {"routes": ""}
+        doc = await self._webhooks.find_one_and_update(
+            {"_id": webhook.id, "updated_at": read_at},
+            change,
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is not None:
+            return self._from_document(doc)
+        if await self._webhooks.find_one({"_id": webhook.id}, {"_id": 1}) is None:
+            raise WebhookNotFound(webhook.username, webhook.name)
+        return None
+
     async def delete(self, username: str, name: str) -> None:
         result = await self._webhooks.delete_one({"username": username, "name": name})
         if result.deleted_count == 0:
             raise WebhookNotFound(username, name)
+
+
+def routes_to_document(routes: Sequence[Route]) -> list[dict[str, Any]]:
+    docs = []
+    for route in routes:
+        doc = route.model_dump(mode="python")
+        doc["filter"] = json.dumps(route.filter) if route.filter is not None else None
+        docs.append(doc)
+    return docs
+
+
+def routes_from_document(docs: list[dict[str, Any]]) -> list[Route]:
+    routes = []
+    for doc in docs:
+        doc = dict(doc)
+        text = doc.get("filter")
+        doc["filter"] = json.loads(text) if text is not None else None
+        routes.append(Route.model_validate(doc))
+    return routes
+
+
+def stored_moment(moment: datetime) -> datetime:
+    """``moment`` as the store keeps it: BSON dates hold whole milliseconds."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)

@@ -11,6 +11,7 @@ from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import (
     AttemptRepository,
+    DestinationRepository,
     EventRepository,
     SessionRepository,
     StatsRepository,
@@ -46,6 +47,7 @@ class OwnerData:
     attempts: AttemptRepository
     sessions: SessionRepository
     stats: StatsRepository
+    destinations: DestinationRepository
 
 
 class AccountService:
@@ -102,8 +104,8 @@ class AccountService:
         )
 
     async def delete_user(self, username: str) -> None:
-        """Delete the account, then everything of the owner's: webhooks, tokens, sessions,
-        stats, events and their attempts. The account goes first, so ingest refuses the owner's
+        """Delete the account, then everything of the owner's: webhooks (with their routes),
+        destinations, tokens, sessions, stats, events and their attempts. The account goes first, so ingest refuses the owner's
         requests (403) from the moment it is published; the rest follows in batches (on the
         embedded store it takes time in proportion to the owner's events)."""
         if self._owner_data is None:
@@ -116,6 +118,10 @@ class AccountService:
             await data.webhooks.delete(username, webhook.name)
             if self._publisher is not None:
                 await self._publisher.webhook_deleted(username, webhook.name)
+        for destination in await data.destinations.list_for_owner(username):
+            await data.destinations.delete(username, destination.name)
+            if self._publisher is not None:
+                await self._publisher.destination_deleted(username, destination.name)
         await self._tokens.delete_for_owner(username)
         await data.sessions.delete_for_owner(username)
         await data.stats.delete_owner_days(username, _END_OF_TIME)

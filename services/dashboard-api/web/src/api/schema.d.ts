@@ -94,6 +94,95 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/destinations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Destinations */
+        get: operations["list_destinations_api_v1_destinations_get"];
+        put?: never;
+        /**
+         * Create Destination
+         * @description Create a destination (state ``active``). A field the rules refuse (the name's grammar,
+         *     a URL the SSRF guard refuses, a header hookbay sets itself) is a 422 naming it.
+         */
+        post: operations["create_destination_api_v1_destinations_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/destinations/{dest}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Destination */
+        get: operations["get_destination_api_v1_destinations__dest__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Destination
+         * @description 409 naming the routes (``webhook/route``) that still deliver to it.
+         */
+        delete: operations["delete_destination_api_v1_destinations__dest__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Destination
+         * @description Change the fields sent; ``headers`` replaces the stored map (a value sent as
+         *     ``"********"`` keeps the stored value of that name).
+         */
+        patch: operations["update_destination_api_v1_destinations__dest__patch"];
+        trace?: never;
+    };
+    "/api/v1/destinations/{dest}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause Destination
+         * @description ``paused`` (reason ``manual``): its deliveries are held, never discarded, until it is
+         *     resumed. A disabled destination stays disabled.
+         */
+        post: operations["pause_destination_api_v1_destinations__dest__pause_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/destinations/{dest}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume Destination
+         * @description ``active`` again, from paused or disabled; held deliveries go out in order.
+         */
+        post: operations["resume_destination_api_v1_destinations__dest__resume_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/{event_id}": {
         parameters: {
             query?: never;
@@ -498,6 +587,76 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/{name}/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Routes
+         * @description In the webhook's order: the order the router evaluates them in.
+         */
+        get: operations["list_routes_api_v1_webhooks__name__routes_get"];
+        put?: never;
+        /**
+         * Create Route
+         * @description Add a route (last, or at ``position``). Its destination must be one of yours and its
+         *     filter valid (else 422 naming the field, a filter's JSON pointer); at most 20 routes per
+         *     webhook (409).
+         */
+        post: operations["create_route_api_v1_webhooks__name__routes_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{name}/routes/{route}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Route */
+        get: operations["get_route_api_v1_webhooks__name__routes__route__get"];
+        put?: never;
+        post?: never;
+        /** Delete Route */
+        delete: operations["delete_route_api_v1_webhooks__name__routes__route__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Route
+         * @description Change the fields sent; ``position`` moves the route.
+         */
+        patch: operations["update_route_api_v1_webhooks__name__routes__route__patch"];
+        trace?: never;
+    };
+    "/api/v1/webhooks/{name}/routes/{route}/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dry Run Route
+         * @description Judge the saved route (or ``route``, an unsaved one: the path's route then needs not
+         *     exist) against the webhook's ``last`` newest stored events: per event, matched or not and
+         *     why. Nothing is delivered or recorded.
+         */
+        post: operations["dry_run_route_api_v1_webhooks__name__routes__route__dry_run_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/{name}/stats": {
         parameters: {
             query?: never;
@@ -652,6 +811,179 @@ export interface components {
             "5xx": number;
             /** Error */
             error: number;
+        };
+        /** DestinationCreate */
+        DestinationCreate: {
+            /**
+             * Headers
+             * @description Extra request headers sent with every delivery, at most 20; names are case-insensitive (stored lower-case). Values are write-only (read as '********'); on PATCH the map replaces the stored one, and a value sent as '********' keeps the stored value of that name.
+             */
+            headers?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * Max Concurrency
+             * @description Deliveries in flight at once; 1: one at a time, in arrival order.
+             * @default 10
+             */
+            max_concurrency?: number;
+            /**
+             * Name
+             * @description Lowercase words of a-z and 0-9 joined by single hyphens.
+             */
+            name: string;
+            /** @description At most count requests per period, retries included; null: no limit. */
+            rate_limit?: components["schemas"]["RateLimitWrite"] | null;
+            /**
+             * Retry Schedule
+             * @description Delays before the first attempt and each retry, e.g. ["0", "10s", "1m", "1h"] (as HOOKBAY_RETRY_SCHEDULE: ms, s, m, h or bare seconds; at most 20 entries of at most 7 days); null: the installation's schedule.
+             */
+            retry_schedule?: string[] | null;
+            /**
+             * Timeout S
+             * @description Seconds an attempt may take.
+             * @default 10
+             */
+            timeout_s?: number;
+            /**
+             * Url
+             * @description http(s); the SSRF rules of forward URLs apply.
+             */
+            url: string;
+        };
+        /** DestinationRead */
+        DestinationRead: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Headers
+             * @description Every value reads as '********'.
+             */
+            headers: {
+                [key: string]: string;
+            };
+            /** Id */
+            id: string;
+            /** Max Concurrency */
+            max_concurrency: number;
+            /** Name */
+            name: string;
+            rate_limit: components["schemas"]["RateLimitRead"] | null;
+            /**
+             * Retry Schedule
+             * @description null: the installation's schedule.
+             */
+            retry_schedule: string[] | null;
+            state: components["schemas"]["DestinationState"];
+            state_reason: components["schemas"]["StateReason"] | null;
+            /** Timeout S */
+            timeout_s: number;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Url */
+            url: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * DestinationState
+         * @description Whether a destination receives deliveries (``docs/owners/routes.md``, "States").
+         * @enum {string}
+         */
+        DestinationState: "active" | "paused" | "disabled";
+        /**
+         * DestinationUpdate
+         * @description Only the fields sent change. ``headers`` replaces the stored map (``{}`` or null removes
+         *     every header; a value sent as the mask keeps the stored one); ``retry_schedule`` and
+         *     ``rate_limit`` null go back to the default. ``url``, ``timeout_s`` and
+         *     ``max_concurrency`` cannot be null. The state changes only by pause and resume.
+         */
+        DestinationUpdate: {
+            /**
+             * Headers
+             * @description Extra request headers sent with every delivery, at most 20; names are case-insensitive (stored lower-case). Values are write-only (read as '********'); on PATCH the map replaces the stored one, and a value sent as '********' keeps the stored value of that name.
+             */
+            headers?: {
+                [key: string]: string;
+            } | null;
+            /** Max Concurrency */
+            max_concurrency?: number | null;
+            /** @description At most count requests per period, retries included; null: no limit. */
+            rate_limit?: components["schemas"]["RateLimitWrite"] | null;
+            /**
+             * Retry Schedule
+             * @description Delays before the first attempt and each retry, e.g. ["0", "10s", "1m", "1h"] (as HOOKBAY_RETRY_SCHEDULE: ms, s, m, h or bare seconds; at most 20 entries of at most 7 days); null: the installation's schedule.
+             */
+            retry_schedule?: string[] | null;
+            /** Timeout S */
+            timeout_s?: number | null;
+            /** Url */
+            url?: string | null;
+        };
+        /** DryRunEvent */
+        DryRunEvent: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Event Id */
+            event_id: string;
+            /** Matched */
+            matched: boolean;
+            /**
+             * Pointer
+             * @description The failing condition's place in the filter (JSON pointer), when a filter condition failed.
+             */
+            pointer?: string | null;
+            /**
+             * Reason
+             * @description Why it did not match (null when it matched).
+             */
+            reason: string | null;
+            /** Request Id */
+            request_id: string;
+        };
+        /** DryRunRequest */
+        DryRunRequest: {
+            /**
+             * Last
+             * @description How many of the webhook's newest stored events to try.
+             * @default 50
+             */
+            last?: number;
+            /** @description An unsaved route to try instead of the saved one. */
+            route?: components["schemas"]["RouteDraft"] | null;
+        };
+        /** DryRunResult */
+        DryRunResult: {
+            /** Evaluated */
+            evaluated: number;
+            /**
+             * Events
+             * @description Newest first. Nothing is delivered.
+             */
+            events: components["schemas"]["DryRunEvent"][];
+            /** Matched */
+            matched: number;
+            /**
+             * Route
+             * @description The route tried (null: an unsaved one, unnamed).
+             */
+            route: string | null;
+            /**
+             * Saved
+             * @description true: the saved route; false: the one sent.
+             */
+            saved: boolean;
+            /** Webhook */
+            webhook: string;
         };
         /** EventCounts */
         EventCounts: {
@@ -1035,6 +1367,26 @@ export interface components {
              */
             secret: string;
         };
+        /** RateLimitRead */
+        RateLimitRead: {
+            /** Count */
+            count: number;
+            period: components["schemas"]["RatePeriod"];
+        };
+        /** RateLimitWrite */
+        RateLimitWrite: {
+            /**
+             * Count
+             * @description Requests allowed per period.
+             */
+            count: number;
+            period: components["schemas"]["RatePeriod"];
+        };
+        /**
+         * RatePeriod
+         * @enum {string}
+         */
+        RatePeriod: "second" | "minute" | "hour";
         /**
          * RejectedReason
          * @enum {string}
@@ -1120,11 +1472,174 @@ export interface components {
          * @enum {string}
          */
         Role: "user" | "admin";
+        /** RouteCreate */
+        RouteCreate: {
+            /**
+             * Dedupe
+             * @description Only null: deduplication is not available yet.
+             */
+            dedupe?: unknown;
+            /**
+             * Delay S
+             * @description Only null: delays are not available yet.
+             */
+            delay_s?: unknown;
+            /**
+             * Destination
+             * @description One of your destinations' names.
+             */
+            destination: string;
+            /**
+             * Enabled
+             * @description false: the route takes no event.
+             * @default true
+             */
+            enabled?: boolean;
+            /**
+             * Filter
+             * @description Which events the route takes: {"body": …, "headers": …, "query": …}, each optional, in the filter syntax of docs/owners/filters.md; null: every event. A filter the engine refuses is a 422 naming its JSON pointer.
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Name
+             * @description Lowercase words of a-z and 0-9 joined by single hyphens; unique per webhook.
+             */
+            name: string;
+            /**
+             * Position
+             * @description Where in the webhook's order (0: first); omitted: last.
+             */
+            position?: number | null;
+            /**
+             * Transform
+             * @description Only null: transformations are not available yet.
+             */
+            transform?: unknown;
+        };
+        /**
+         * RouteDraft
+         * @description An unsaved route to try: only its filter and ``enabled`` decide; its destination, if
+         *     given, is not looked up.
+         */
+        RouteDraft: {
+            /**
+             * Dedupe
+             * @description Only null: deduplication is not available yet.
+             */
+            dedupe?: unknown;
+            /**
+             * Delay S
+             * @description Only null: delays are not available yet.
+             */
+            delay_s?: unknown;
+            /** Destination */
+            destination?: string | null;
+            /**
+             * Enabled
+             * @default true
+             */
+            enabled?: boolean;
+            /**
+             * Filter
+             * @description Which events the route takes: {"body": …, "headers": …, "query": …}, each optional, in the filter syntax of docs/owners/filters.md; null: every event. A filter the engine refuses is a 422 naming its JSON pointer.
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Transform
+             * @description Only null: transformations are not available yet.
+             */
+            transform?: unknown;
+        };
+        /** RouteRead */
+        RouteRead: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Dedupe */
+            dedupe?: null;
+            /** Delay S */
+            delay_s?: null;
+            /** Destination */
+            destination: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Filter */
+            filter: {
+                [key: string]: unknown;
+            } | null;
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+            /**
+             * Position
+             * @description Place in the webhook's order, 0 first.
+             */
+            position: number;
+            /** Transform */
+            transform?: null;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Webhook */
+            webhook: string;
+        };
+        /**
+         * RouteUpdate
+         * @description Only the fields sent change: ``"filter": null`` removes the filter, ``position`` moves
+         *     the route (0: first). ``destination`` and ``enabled`` cannot be null; the name stays.
+         */
+        RouteUpdate: {
+            /**
+             * Dedupe
+             * @description Only null: deduplication is not available yet.
+             */
+            dedupe?: unknown;
+            /**
+             * Delay S
+             * @description Only null: delays are not available yet.
+             */
+            delay_s?: unknown;
+            /** Destination */
+            destination?: string | null;
+            /** Enabled */
+            enabled?: boolean | null;
+            /**
+             * Filter
+             * @description Which events the route takes: {"body": …, "headers": …, "query": …}, each optional, in the filter syntax of docs/owners/filters.md; null: every event. A filter the engine refuses is a 422 naming its JSON pointer.
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
+            /** Position */
+            position?: number | null;
+            /**
+             * Transform
+             * @description Only null: transformations are not available yet.
+             */
+            transform?: unknown;
+        };
         /**
          * SignatureEncoding
          * @enum {string}
          */
         SignatureEncoding: "hex" | "base64";
+        /**
+         * StateReason
+         * @description Why a destination is not active.
+         * @enum {string}
+         */
+        StateReason: "manual" | "breaker" | "gone" | "sustained_failure";
         /**
          * StatsCounters
          * @description What happened to the webhook's events in a span (delivery chains and attempts are counted
@@ -1743,7 +2258,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1863,7 +2378,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1979,7 +2494,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2101,7 +2616,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2221,7 +2736,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2335,7 +2850,835 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    list_destinations_api_v1_destinations_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationRead"][];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    create_destination_api_v1_destinations_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DestinationCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    get_destination_api_v1_destinations__dest__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    delete_destination_api_v1_destinations__dest__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    update_destination_api_v1_destinations__dest__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dest: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DestinationUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    pause_destination_api_v1_destinations__dest__pause_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    resume_destination_api_v1_destinations__dest__resume_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2453,7 +3796,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2575,7 +3918,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2693,7 +4036,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2811,7 +4154,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2927,7 +4270,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3043,7 +4386,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3159,7 +4502,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3279,7 +4622,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3395,7 +4738,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3511,7 +4854,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3631,7 +4974,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3749,7 +5092,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3865,7 +5208,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3987,7 +5330,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4105,7 +5448,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4223,7 +5566,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4355,7 +5698,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4478,7 +5821,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4602,7 +5945,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4720,7 +6063,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4838,7 +6181,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4961,7 +6304,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5080,7 +6423,729 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    list_routes_api_v1_webhooks__name__routes_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteRead"][];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    create_route_api_v1_webhooks__name__routes_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RouteCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    get_route_api_v1_webhooks__name__routes__route__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                route: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    delete_route_api_v1_webhooks__name__routes__route__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                route: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    update_route_api_v1_webhooks__name__routes__route__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                route: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RouteUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    dry_run_route_api_v1_webhooks__name__routes__route__dry_run_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                route: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DryRunResult"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5207,7 +7272,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict (name taken) */
+            /** @description Conflict (name taken, destination in use, route limit) */
             409: {
                 headers: {
                     [name: string]: unknown;

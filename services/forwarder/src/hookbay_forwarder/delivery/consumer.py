@@ -32,6 +32,7 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 from hookbay_common.logs import get_logger
 from hookbay_common.producer import is_retriable
 from hookbay_forwarder.metrics import ConsumerMetrics
+from hookbay_forwarder.offsets import PartitionOffsets
 
 log = get_logger("hookbay.consumer")
 
@@ -53,29 +54,6 @@ def not_before_ms(record: Any) -> int | None:
 
 class HandlerCrashed(RuntimeError):
     """A handler raised: a bug. The loop stops without committing the record."""
-
-
-@dataclass
-class _Partition:
-    """Offsets read from one partition, in order, and which of them are handled."""
-
-    offsets: deque[int] = field(default_factory=deque)
-    done: set[int] = field(default_factory=set)
-    committed: int | None = None
-    next_offset: int | None = None
-
-    def add(self, offset: int) -> None:
-        self.offsets.append(offset)
-        self.next_offset = offset + 1
-
-    def finish(self, offset: int) -> None:
-        self.done.add(offset)
-        while self.offsets and self.offsets[0] in self.done:
-            self.done.discard(self.offsets.popleft())
-
-    def committable(self) -> int | None:
-        """The offset to commit: the first record not handled yet, else the next to read."""
-        return self.offsets[0] if self.offsets else self.next_offset
 
 
 @dataclass
@@ -106,7 +84,7 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
         self._max_bytes = max_buffered_bytes
         self._commit_interval = commit_interval
         self._revoke_grace = revoke_grace
-        self._partitions: dict[TopicPartition, _Partition] = {}
+        self._partitions: dict[TopicPartition, PartitionOffsets] = {}
         self._lanes: dict[tuple[TopicPartition, bytes | None], _Lane] = {}
         self._held: dict[TopicPartition, float] = {}  # paused until (monotonic seconds)
         self._paused: set[TopicPartition] = set()
@@ -150,7 +128,7 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         for tp in assigned:
-            self._partitions.setdefault(tp, _Partition())
+            self._partitions.setdefault(tp, PartitionOffsets())
         self.assigned.set()
         log.info("partitions_assigned", consumer=self.name, partitions=len(assigned))
 
@@ -230,7 +208,7 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
         return max(10, min(200, int(wait * 1000)))
 
     def _take(self, tp: TopicPartition, records: list[Any]) -> None:
-        partition = self._partitions.setdefault(tp, _Partition())
+        partition = self._partitions.setdefault(tp, PartitionOffsets())
         now_ms = time.time() * 1000
         for record in records:
             due = not_before_ms(record)

@@ -187,6 +187,23 @@ class EventListing(PageBooks):
             found.sort(key=_order, reverse=True)
         return found[:limit]
 
+    async def newest_events(self, webhook_id: str, limit: int) -> list[Event]:
+        """The webhook's ``limit`` newest events with their bodies, newest first (arrival
+        order, as lists show it); reads whole pages from the top, at most
+        ``MAX_PAGES_PER_LIST``."""
+        bounds = await self.top_page(webhook_id)
+        if bounds is None:
+            return []
+        low, top = bounds
+        found: list[Event] = []
+        page = top
+        while page >= low and len(found) < limit and top - page < MAX_PAGES_PER_LIST:
+            events = [event for event, _ in await self._page_events(webhook_id, page, None)]
+            events.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+            found += events[: limit - len(found)]
+            page -= 1
+        return found
+
     async def stream_for_webhook(
         self,
         webhook_id: str,

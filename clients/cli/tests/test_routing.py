@@ -1,0 +1,171 @@
+"""``hookbay destination ...`` and ``hookbay route ...`` as an owner runs them, against the real
+dashboard API: every verb, the API's refusals as one line, another owner's names exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookbay_common.clock import utcnow
+from tests.support.dashboard import Dashboard, Owner
+from tests.support.factories import create_event, create_webhook
+
+from .test_main import hookbay
+
+
+@pytest.fixture
+async def owner(cli_dashboard: Dashboard) -> Owner:
+    return await cli_dashboard.owner()
+
+
+@pytest.fixture
+def owner_env(cli_dashboard: Dashboard, owner: Owner, tmp_path: Path) -> dict[str, str]:
+    return {
+        "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path),
+        "HOOKBAY_SERVER": cli_dashboard.url, "HOOKBAY_TOKEN": owner.token,
+    }  # fmt: skip
+
+
+async def ok(*args: str, env: dict[str, str], stdin: str | None = None) -> str:
+    code, out, err = await hookbay(*args, env=env, stdin=stdin)
+    assert code == 0, err
+    return out
+
+
+async def ok_json(*args: str, env: dict[str, str], stdin: str | None = None) -> Any:
+    return json.loads(await ok(*args, "--json", env=env, stdin=stdin))
+
+
+class TestDestination:
+    async def test_every_verb(self, owner_env: dict[str, str]) -> None:
+        created = await ok_json(
+            "destination", "create", "billing", "--url", "http://127.0.0.1:9/b",
+            "--header", "Authorization: Bearer owner-cli-secret", "--rate", "5/second",
+            "--retry-schedule", "0,10s", "--max-concurrency", "1", "--timeout", "20", env=owner_env,
+        )  # fmt: skip
+        assert created["headers"] == {"authorization": "********"}
+        assert (created["rate_limit"], created["retry_schedule"]) == (
+            {"count": 5, "period": "second"}, ["0", "10s"],
+        )  # fmt: skip
+        assert (created["max_concurrency"], created["timeout_s"]) == (1, 20)
+        listed = await ok("destination", "list", env=owner_env)
+        assert listed.splitlines()[1].split()[:3] == ["billing", "active", "-"]
+        shown = await ok("destination", "show", "billing", env=owner_env)
+        assert "authorization': '********'" in shown
+        assert "owner-cli-secret" not in shown
+        changed = await ok_json(
+            "destination", "set", "billing", "--no-rate", "--default-retry-schedule",
+            "--header", "Authorization: ********", "--header", "X-Team: core", env=owner_env,
+        )  # fmt: skip
+        assert (changed["rate_limit"], changed["retry_schedule"]) == (None, None)
+        assert changed["headers"] == {"authorization": "********", "x-team": "********"}
+        paused = await ok("destination", "pause", "billing", env=owner_env)
+        assert paused.strip() == "billing: http://127.0.0.1:9/b (paused, manual)"
+        resumed = await ok_json("destination", "resume", "billing", env=owner_env)
+        assert resumed["state"] == "active"
+        assert (await ok("destination", "delete", "billing", env=owner_env)).strip() == (
+            "deleted destination billing"
+        )
+        assert await ok_json("destination", "list", env=owner_env) == []
+
+    @pytest.mark.parametrize(
+        ("args", "message", "code"),
+        [
+            (["create", "Bad", "--url", "http://127.0.0.1:9/"], "name: invalid name", 1),
+            (["create", "x", "--url", "ftp://h/"], "url: forward URL must start", 1),
+            (["create", "x", "--url", "http://h/", "--header", "Host: h"], "set by hookbay", 1),
+            (["create", "x", "--url", "http://h/", "--rate", "fast"], "COUNT/PERIOD", 2),
+            (["create", "x", "--url", "http://h/", "--retry-schedule", "soon"],
+             "not a duration", 1),
+            (["set", "x"], "nothing to change", 2),
+            (["show", "nope"], "no destination named 'nope'", 2),
+            (["pause", "nope"], "no destination named 'nope'", 2),
+        ],
+    )  # fmt: skip
+    async def test_refusals(
+        self, owner_env: dict[str, str], args: list[str], message: str, code: int
+    ) -> None:
+        status, _, err = await hookbay("destination", *args, env=owner_env)
+        assert status == code, err
+        assert message in err
+        assert "Traceback" not in err
+
+
+class TestRoute:
+    async def test_every_verb(
+        self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
+    ) -> None:
+        webhook = await cli_dashboard.runtime.webhooks.create(
+            create_webhook(username=owner.username, name="orders")
+        )
+        await ok("destination", "create", "billing", "--url", "http://127.0.0.1:9/b", env=owner_env)
+        spec = {"body": {"type": "paid"}}
+        created = await ok_json(
+            "route", "create", "orders", "paid", "--destination", "billing",
+            "--filter", json.dumps(spec), env=owner_env,
+        )  # fmt: skip
+        assert (created["filter"], created["position"]) == (spec, 0)
+        first = await ok(
+            "route", "create", "orders", "all", "--destination", "billing", "--position", "0",
+            "--filter-file", "-", "--disabled", env=owner_env, stdin="null",
+        )  # fmt: skip
+        assert first.strip() == "created route orders/all → billing (position 0, disabled)"
+        listed = await ok("route", "list", "orders", env=owner_env)
+        assert [line.split()[1] for line in listed.splitlines()[1:]] == ["all", "paid"]
+        moved = await ok_json(
+            "route", "set", "orders", "all", "--position", "1", "--enable", env=owner_env
+        )
+        assert (moved["position"], moved["enabled"]) == (1, True)
+        assert "destination: billing" in await ok("route", "show", "orders", "all", env=owner_env)
+        event = create_event(
+            username=owner.username, webhook_id=webhook.id, webhook_name="orders",
+            created_at=utcnow(),
+        )  # fmt: skip
+        await cli_dashboard.runtime.events.upsert(event)
+        run = await ok_json("route", "dry-run", "orders", "all", "--last", "5", env=owner_env)
+        assert [(e["event_id"], e["matched"]) for e in run["events"]] == [(event.id, True)]
+        text = await ok("route", "dry-run", "orders", "proposal", "--filter", "null", env=owner_env)
+        assert text.strip().endswith("1 of 1 matched; nothing was delivered")
+        assert (await ok("route", "delete", "orders", "all", env=owner_env)).strip() == (
+            "deleted route orders/all"
+        )
+        assert [r["name"] for r in await ok_json("route", "list", "orders", env=owner_env)] == [
+            "paid"
+        ]
+        code, _, err = await hookbay("destination", "delete", "billing", env=owner_env)
+        assert code == 1
+        assert "used by route(s) orders/paid" in err
+
+    async def test_refusals_and_another_owners_names(
+        self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
+    ) -> None:
+        await cli_dashboard.runtime.webhooks.create(
+            create_webhook(username=owner.username, name="orders")
+        )
+        await ok("destination", "create", "billing", "--url", "http://127.0.0.1:9/b", env=owner_env)
+        await ok("route", "create", "orders", "r", "--destination", "billing", env=owner_env)
+        for args, message, code in [
+            (["create", "orders", "x", "--destination", "nowhere"], "no destination named", 1),
+            (["create", "orders", "x", "--destination", "billing", "--filter", "{"], "not JSON", 2),
+            (["create", "orders", "r", "--destination", "billing"], "already has a route", 1),
+            (["set", "orders", "r"], "nothing to change", 2),
+            (["delete", "orders", "missing"], "no route named 'missing'", 2),
+        ]:
+            status, _, err = await hookbay("route", *args, env=owner_env)
+            assert (status, message in err) == (code, True), (args, err)
+        stranger = await cli_dashboard.owner()
+        other = {**owner_env, "HOOKBAY_TOKEN": stranger.token}
+        foreign: list[tuple[str, ...]] = [
+            ("route", "list", "orders"), ("route", "show", "orders", "r"),
+            ("route", "dry-run", "orders", "r"), ("route", "delete", "orders", "r"),
+            ("destination", "show", "billing"), ("destination", "pause", "billing"),
+            ("destination", "delete", "billing"),
+        ]  # fmt: skip
+        for command in foreign:
+            status, _, err = await hookbay(*command, env=other)
+            assert status == 2, (command, err)
+            assert err.startswith("hookbay: ")
+        assert [r["name"] for r in await ok_json("route", "list", "orders", env=owner_env)] == ["r"]

@@ -1,0 +1,165 @@
+"""Destinations: where routes deliver, with their delivery controls and state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import SecretStr
+
+from hookbay_common.clock import utcnow
+from hookbay_common.configlog import ConfigPublisher
+from hookbay_common.db import DestinationRepository, UserRepository, WebhookRepository
+from hookbay_common.errors import DestinationInUse, InvalidField
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.models import Destination, DestinationState, StateReason
+from hookbay_common.names import is_valid_webhook_name
+from hookbay_common.netguard import DestinationNotAllowed, check_destination
+from hookbay_dashboard.destinations.schemas import (
+    SECRET_MASK,
+    DestinationCreate,
+    DestinationUpdate,
+)
+
+
+def check_resource_name(value: str, field: str = "name") -> str:
+    """A destination's or a route's name follows the webhook-name rule; else a 422 naming
+    ``field``."""
+    if not is_valid_webhook_name(value):
+        raise InvalidField(
+            (field,),
+            f"invalid name {value!r}: up to 64 characters of a-z and 0-9 in words joined by "
+            "single '-'",
+            "name_invalid",
+        )
+    return value
+
+
+class DestinationService:
+    """An owner's destinations. Every change is published to the configuration change log
+    after its MongoDB write when a ``publisher`` is given."""
+
+    def __init__(
+        self,
+        destinations: DestinationRepository,
+        users: UserRepository,
+        webhooks: WebhookRepository,
+        *,
+        allow_private: bool,
+        publisher: ConfigPublisher | None = None,
+    ) -> None:
+        self._destinations = destinations
+        self._users = users
+        self._webhooks = webhooks
+        self._allow_private = allow_private
+        self._publisher = publisher
+
+    async def _published(self, destination: Destination) -> Destination:
+        if self._publisher is not None:
+            await self._publisher.destination_changed(destination)
+        return destination
+
+    async def _checked_url(self, url: str) -> str:
+        try:
+            await check_destination(url, allow_private=self._allow_private)
+        except DestinationNotAllowed as exc:
+            raise InvalidField(("url",), exc.message, "destination_not_allowed") from None
+        return url
+
+    async def create(self, username: str, write: DestinationCreate) -> Destination:
+        await self._users.require(username)
+        check_resource_name(write.name)
+        if write.headers and SECRET_MASK in write.headers.values():
+            raise InvalidField(("headers",), f"{SECRET_MASK!r} is what a stored value reads as")
+        now = utcnow()
+        destination = Destination(
+            id=new_id(IdPrefix.DESTINATION), username=username, name=write.name,
+            url=await self._checked_url(write.url), timeout_s=write.timeout_s,
+            headers={k: SecretStr(v) for k, v in (write.headers or {}).items()},
+            retry_schedule=tuple(write.retry_schedule) if write.retry_schedule else None,
+            rate_limit=write.rate_limit.record() if write.rate_limit else None,
+            max_concurrency=write.max_concurrency, created_at=now, updated_at=now,
+        )  # fmt: skip
+        return await self._published(await self._destinations.create(destination))
+
+    async def get(self, username: str, name: str) -> Destination:
+        """``DestinationNotFound`` also when ``name`` belongs to another owner."""
+        return await self._destinations.require(username, name)
+
+    async def list_for_owner(self, username: str) -> list[Destination]:
+        await self._users.require(username)
+        return await self._destinations.list_for_owner(username)
+
+    async def change(self, username: str, name: str, write: DestinationUpdate) -> Destination:
+        """Change the fields sent (``DestinationUpdate``); nothing sent reads the destination."""
+        current = await self._destinations.require(username, name)
+        sent = write.model_fields_set
+        changes: dict[str, Any] = {}
+        if "url" in sent and write.url is not None:
+            changes["url"] = await self._checked_url(write.url)
+        for field in ("timeout_s", "max_concurrency"):
+            if field in sent:
+                changes[field] = getattr(write, field)
+        if "headers" in sent:
+            changes["headers"] = _merged_headers(write.headers or {}, current.headers)
+        if "retry_schedule" in sent:
+            schedule = write.retry_schedule
+            changes["retry_schedule"] = tuple(schedule) if schedule is not None else None
+        if "rate_limit" in sent:
+            changes["rate_limit"] = write.rate_limit.record() if write.rate_limit else None
+        if not changes:
+            return current
+        return await self._published(await self._destinations.update(username, name, changes))
+
+    async def pause(self, username: str, name: str) -> Destination:
+        """Hold its deliveries until resumed: ``paused`` / ``manual``. A disabled destination
+        stays disabled (it holds already, and keeps the reason hookbay disabled it)."""
+        current = await self._destinations.require(username, name)
+        if current.state is DestinationState.DISABLED or (
+            current.state is DestinationState.PAUSED and current.state_reason is StateReason.MANUAL
+        ):
+            return current
+        changes = {"state": DestinationState.PAUSED, "state_reason": StateReason.MANUAL}
+        return await self._published(await self._destinations.update(username, name, changes))
+
+    async def resume(self, username: str, name: str) -> Destination:
+        """``active`` again, whatever paused or disabled it; held deliveries go out."""
+        current = await self._destinations.require(username, name)
+        if current.state is DestinationState.ACTIVE:
+            return current
+        changes = {"state": DestinationState.ACTIVE, "state_reason": None}
+        return await self._published(await self._destinations.update(username, name, changes))
+
+    async def delete(self, username: str, name: str) -> None:
+        """``DestinationInUse`` (409, naming them) while routes deliver to it."""
+        await self._destinations.require(username, name)
+        users = await self.routes_using(username, name)
+        if users:
+            raise DestinationInUse(name, users)
+        await self._destinations.delete(username, name)
+        if self._publisher is not None:
+            await self._publisher.destination_deleted(username, name)
+
+    async def routes_using(self, username: str, name: str) -> list[str]:
+        """``webhook/route`` of every route of the owner's that delivers to ``name``."""
+        return [
+            f"{webhook.name}/{route.name}"
+            for webhook in await self._webhooks.list_for_owner(username)
+            for route in webhook.routes
+            if route.destination == name
+        ]
+
+
+def _merged_headers(sent: dict[str, str], stored: dict[str, SecretStr]) -> dict[str, SecretStr]:
+    """The headers sent, a value sent as the mask replaced by the stored value of its name."""
+    merged: dict[str, SecretStr] = {}
+    for header, value in sent.items():
+        if value == SECRET_MASK:
+            if header not in stored:
+                raise InvalidField(
+                    ("headers", header),
+                    f"{SECRET_MASK!r} keeps a stored value, and there is none for {header!r}",
+                )
+            merged[header] = stored[header]
+        else:
+            merged[header] = SecretStr(value)
+    return merged

@@ -1,0 +1,146 @@
+"""Bodies of ``/webhooks/{name}/routes``: a webhook's ordered routes and their dry run."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hookbay_common.models import Route
+from hookbay_common.names import WEBHOOK_NAME_MAX
+from hookbay_dashboard.schemas import Timestamp
+
+DRY_RUN_DEFAULT: Final = 50
+DRY_RUN_MAX: Final = 100
+
+_FILTER_DOC = (
+    'Which events the route takes: {"body": …, "headers": …, "query": …}, each optional, '
+    "in the filter syntax of docs/owners/filters.md; null: every event. A filter the engine "
+    "refuses is a 422 naming its JSON pointer."
+)
+_NOT_YET = {
+    "transform": "transformations are not available yet",
+    "dedupe": "deduplication is not available yet",
+    "delay_s": "delays are not available yet",
+}
+
+
+def _only_null(value: Any, info: Any) -> Any:
+    if value is not None:
+        raise ValueError(f"{_NOT_YET[info.field_name]}: send null or leave it out")
+    return value
+
+
+def _reserved(name: str) -> Any:
+    return Field(default=None, description=f"Only null: {_NOT_YET[name]}.")
+
+
+class _RouteRules(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    filter: dict[str, Any] | None = Field(default=None, description=_FILTER_DOC)
+    transform: Any = _reserved("transform")
+    dedupe: Any = _reserved("dedupe")
+    delay_s: Any = _reserved("delay_s")
+
+    _reserved_only_null = field_validator("transform", "dedupe", "delay_s")(_only_null)
+
+
+class RouteCreate(_RouteRules):
+    name: str = Field(
+        min_length=1, max_length=WEBHOOK_NAME_MAX,
+        description="Lowercase words of a-z and 0-9 joined by single hyphens; unique per webhook.",
+    )  # fmt: skip
+    destination: str = Field(
+        min_length=1, max_length=WEBHOOK_NAME_MAX, description="One of your destinations' names."
+    )
+    enabled: bool = Field(default=True, description="false: the route takes no event.")
+    position: int | None = Field(
+        default=None, ge=0,
+        description="Where in the webhook's order (0: first); omitted: last.",
+    )  # fmt: skip
+
+
+class RouteUpdate(_RouteRules):
+    """Only the fields sent change: ``"filter": null`` removes the filter, ``position`` moves
+    the route (0: first). ``destination`` and ``enabled`` cannot be null; the name stays."""
+
+    destination: str | None = Field(default=None, min_length=1, max_length=WEBHOOK_NAME_MAX)
+    enabled: bool | None = None
+    position: int | None = Field(default=None, ge=0)
+
+    @field_validator("destination", "enabled", "position")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("may not be null")
+        return value
+
+
+class RouteDraft(_RouteRules):
+    """An unsaved route to try: only its filter and ``enabled`` decide; its destination, if
+    given, is not looked up."""
+
+    name: str | None = Field(default=None, max_length=WEBHOOK_NAME_MAX)
+    destination: str | None = Field(default=None, max_length=WEBHOOK_NAME_MAX)
+    enabled: bool = True
+
+
+class RouteRead(BaseModel):
+    id: str
+    name: str
+    webhook: str
+    position: int = Field(description="Place in the webhook's order, 0 first.")
+    destination: str
+    enabled: bool
+    filter: dict[str, Any] | None
+    transform: None = None
+    dedupe: None = None
+    delay_s: None = None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+    @classmethod
+    def of(cls, route: Route, webhook: str, position: int) -> RouteRead:
+        return cls(
+            id=route.id, name=route.name, webhook=webhook, position=position,
+            destination=route.destination, enabled=route.enabled, filter=route.filter,
+            created_at=route.created_at, updated_at=route.updated_at,
+        )  # fmt: skip
+
+    def view(self) -> dict[str, Any]:
+        return self.model_dump(mode="python")
+
+
+class DryRunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    last: int = Field(
+        default=DRY_RUN_DEFAULT, ge=1, le=DRY_RUN_MAX,
+        description="How many of the webhook's newest stored events to try.",
+    )  # fmt: skip
+    route: RouteDraft | None = Field(
+        default=None, description="An unsaved route to try instead of the saved one."
+    )
+
+
+class DryRunEvent(BaseModel):
+    event_id: str
+    request_id: str
+    created_at: Timestamp
+    matched: bool
+    reason: str | None = Field(description="Why it did not match (null when it matched).")
+    pointer: str | None = Field(
+        default=None,
+        description="The failing condition's place in the filter (JSON pointer), when a "
+        "filter condition failed.",
+    )
+
+
+class DryRunResult(BaseModel):
+    webhook: str
+    route: str | None = Field(description="The route tried (null: an unsaved one, unnamed).")
+    saved: bool = Field(description="true: the saved route; false: the one sent.")
+    evaluated: int
+    matched: int
+    events: list[DryRunEvent] = Field(description="Newest first. Nothing is delivered.")

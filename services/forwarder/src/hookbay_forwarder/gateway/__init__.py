@@ -1,0 +1,45 @@
+"""The deliverer side of routed delivery: per-destination lanes.
+
+``Lanes`` (``lanes``) takes the delivery tasks one consumer reads and runs each destination's in
+its own ``Lane``: its concurrency, rate (``bucket``) and state (``config``), holding what it
+cannot take in the hold store (``hookbay_common.db.HoldRepository``) and draining it in order.
+Time comes from an injected ``Clock`` (``clock``). docs/architecture.md, "Delivery lanes".
+"""
+
+from hookbay_forwarder.gateway.bucket import Rate, RatePeriod, TokenBucket
+from hookbay_forwarder.gateway.clock import Clock, ManualClock, SystemClock
+from hookbay_forwarder.gateway.config import (
+    DEFAULT_MAX_CONCURRENCY,
+    MAX_CONCURRENCY,
+    DestinationState,
+    LaneConfig,
+)
+from hookbay_forwarder.gateway.lanes import (
+    ConfigOf,
+    Deliver,
+    HoldStore,
+    Lane,
+    LaneMode,
+    Lanes,
+    LaneSnapshot,
+)
+
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "MAX_CONCURRENCY",
+    "Clock",
+    "ConfigOf",
+    "Deliver",
+    "DestinationState",
+    "HoldStore",
+    "Lane",
+    "LaneConfig",
+    "LaneMode",
+    "LaneSnapshot",
+    "Lanes",
+    "ManualClock",
+    "Rate",
+    "RatePeriod",
+    "SystemClock",
+    "TokenBucket",
+]

@@ -1,0 +1,36 @@
+"""What a lane obeys: a destination's delivery controls, as the lanes see them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from hookbay_forwarder.gateway.bucket import Rate
+
+DEFAULT_MAX_CONCURRENCY: Final = 10
+MAX_CONCURRENCY: Final = 64
+
+
+class DestinationState(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    DISABLED = "disabled"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneConfig:
+    """``max_concurrency`` attempts at once (1: one at a time, in arrival order), at most
+    ``rate`` started, and only while ``state`` is active; otherwise every task is held."""
+
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    rate: Rate | None = None
+    state: DestinationState = DestinationState.ACTIVE
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_concurrency <= MAX_CONCURRENCY:
+            raise ValueError(f"max_concurrency must be within 1..{MAX_CONCURRENCY}")
+
+    @property
+    def active(self) -> bool:
+        return self.state is DestinationState.ACTIVE

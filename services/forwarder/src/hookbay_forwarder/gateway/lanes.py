@@ -1,0 +1,675 @@
+"""Delivery lanes: one lane per destination, so a slow, paused or failing destination never
+delays another destination sharing a partition.
+
+``Lanes`` is fed by one consumer: ``submit(partition, offset, tasks)`` for every record read (a
+record may carry several tasks, or none). Each task goes to its destination's ``Lane``:
+
+- **Concurrency**: at most ``max_concurrency`` attempts of a lane run at once (1: strictly one
+  after another). Tasks *start* in the order they reached the lane (a FIFO); a retry rejoins the
+  same FIFO when it arrives and counts against the same limits.
+- **Rate**: every start (first attempts, retries and drained tasks alike) takes a token from the
+  lane's bucket (``TokenBucket``); with none left the lane arms one timer on the injected clock
+  for when the next is due. A task whose ``not_before`` (a ``Retry-After``, a retry's delay) is
+  in the future waits beside the FIFO until it is due, never at its head.
+- **Hold**: while the destination is paused or disabled, or after its backlog spilled out of
+  memory, the lane *holds*: its waiting tasks and every newer task go, in order, to the hold
+  store; once a task is durably held its offset is handled. An active lane that holds drains the
+  store in seq order through its FIFO (at its rate and concurrency) while newer tasks keep being
+  held behind, and goes live again when the store is empty and no hold is on its way.
+- **Offsets**: ``committable(partition)`` is the first offset of which some task is neither
+  finished by the deliver function (which must have written any retry durably before it
+  returns), nor durably held: committing it never skips a task.
+- **Memory**: at most ``max_buffered`` tasks read from one partition wait in memory; a task
+  beyond it makes the lane with the most waiting tasks of that partition spill into the hold.
+  ``pressure(partition)`` turns true only when nothing can be spilled (every buffered task is
+  running or on its way to the hold): the consume loop then pauses fetching that partition.
+  Draining lanes add at most ``drain_window`` tasks each.
+
+Configuration (``configure``) applies to a live lane at once: a lower concurrency lets running
+attempts finish and starts no more until below it, a new rate keeps the tokens saved up to the
+new burst, a pause holds everything not yet started, a resume starts the drain.
+
+Every hold-store write goes through one writer task, in order (FerretDB v1 wedges under
+concurrent bulk commands); a store error is retried with back-off for as long as it takes, and
+meanwhile the tasks concerned stay uncommitted. A task drained from the store is forgotten
+there only after it was handled; a crash in between delivers it again (at-least-once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from hookbay_common.db.held import HeldTask, HoldState, HoldStoreError
+from hookbay_common.logs import get_logger
+from hookbay_common.routing.tasks import DestinationTask
+from hookbay_common.wire import WireError, decode_destination_task, encode_destination_task
+from hookbay_forwarder.gateway.bucket import TokenBucket
+from hookbay_forwarder.gateway.clock import Clock, SystemClock
+from hookbay_forwarder.gateway.config import LaneConfig
+from hookbay_forwarder.metrics import LaneMetrics
+from hookbay_forwarder.offsets import PartitionOffsets
+
+log = get_logger("hookbay.lanes")
+T = TypeVar("T")
+
+Deliver = Callable[[DestinationTask], Awaitable[str]]
+"""Make one attempt and write down durably what follows (the attempt record, a retry, a dead
+letter); return the outcome for metrics (``success``, ``retry``, ``failed``). It looks the
+destination's URL, timeout and headers up itself, at the time of the attempt. Raising is a bug:
+the task stays unhandled (its offset is never committed) and ``Lanes.crashed`` is set."""
+ConfigOf = Callable[[str], LaneConfig | None]
+"""The destination's current controls; ``None`` (unknown destination): the defaults, and the
+deliver function decides what an unknown destination means."""
+
+DEFAULT_MAX_BUFFERED = 1000
+STORE_BACKOFF_MIN = 0.2
+STORE_BACKOFF_MAX = 5.0
+SWEEP_EVERY = 1024
+"""Submissions between two sweeps of idle lanes (a lane idle with a full bucket is dropped)."""
+HOLD_BATCH = 16
+"""Held tasks of one lane written in one store call, at most."""
+
+
+class HoldStore(Protocol):
+    """``hookbay_common.db.HoldRepository``'s contract, as the lanes use it."""
+
+    async def append(
+        self, destination: str, tasks: Sequence[bytes], *, held_at: datetime
+    ) -> int: ...
+
+    async def read(self, destination: str, *, after: int, limit: int) -> list[HeldTask]: ...
+
+    async def advance(self, destination: str, head: int) -> None: ...
+
+    async def state(self, destination: str) -> HoldState: ...
+
+    async def holding(self) -> list[str]: ...
+
+
+class LaneMode(StrEnum):
+    LIVE = "live"
+    """New tasks go to the FIFO."""
+    HOLDING = "holding"
+    """New tasks go to the hold store; an active lane drains it."""
+
+
+@dataclass(eq=False, slots=True)
+class _Entry:
+    task: DestinationTask
+    partition: Hashable | None
+    """Where it was read; ``None``: drained from the hold store."""
+    offset: int
+    """Its record's offset, or its seq in the hold store."""
+    held_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaneSnapshot:
+    """One destination's lane at a glance (for the API and tests)."""
+
+    destination: str
+    mode: LaneMode
+    config: LaneConfig
+    waiting: int
+    running: int
+    held: int
+    oldest_held_at: datetime | None
+
+
+class Lane:
+    """The lane of one destination. Built and driven by ``Lanes``; not used on its own."""
+
+    def __init__(self, destination: str, config: LaneConfig, lanes: Lanes) -> None:
+        self.destination = destination
+        self.config = config
+        self._lanes = lanes
+        self._clock = lanes.clock
+        self.mode = LaneMode.LIVE
+        self.queue: deque[_Entry] = deque()
+        self.later: list[tuple[float, int, _Entry]] = []
+        self.running = 0
+        self.bucket = TokenBucket(config.rate, self._clock.monotonic()) if config.rate else None
+        self.pending_holds = 0
+        self.hold_generation = 0
+        self.held = 0
+        self.oldest_held_at: datetime | None = None
+        self.cursor: int | None = None
+        """The last seq fed from the store; ``None``: not read from the store yet."""
+        self.released = PartitionOffsets()
+        """Drained seqs: which are handled; its committable offset is the store's new head."""
+        self.advanced = 0
+        self.advancing = False
+        self.held_changed = asyncio.Event()
+        self.space = asyncio.Event()
+        self._timer: asyncio.Task[None] | None = None
+        self._timer_due = 0.0
+        self._drainer: asyncio.Task[None] | None = None
+        self._order = itertools.count()
+
+    # --- taking tasks -----------------------------------------------------------------------
+
+    def accept(self, entry: _Entry) -> None:
+        if self.mode is LaneMode.HOLDING or not self.config.active:
+            self.hold([entry])
+            return
+        self._enqueue(entry)
+        self.pump()
+
+    def _enqueue(self, entry: _Entry) -> None:
+        due = self._due(entry.task)
+        if due > self._clock.monotonic():
+            heapq.heappush(self.later, (due, next(self._order), entry))
+        else:
+            self.queue.append(entry)
+
+    def _due(self, task: DestinationTask) -> float:
+        ahead = (task.not_before - self._clock.now()).total_seconds()
+        return self._clock.monotonic() + max(0.0, ahead)
+
+    def hold(self, entries: list[_Entry]) -> None:
+        """Send ``entries`` (read from Kafka) to the hold store, after everything held before."""
+        self.mode = LaneMode.HOLDING
+        if entries:
+            self.pending_holds += len(entries)
+            self._lanes._hold(self, entries)
+        self._ensure_drain()
+
+    def spill(self) -> None:
+        """Hold everything not started (the backlog leaves memory) and from now on, until the
+        store is drained."""
+        waiting = [e for e in self.queue if e.partition is not None]
+        waiting += [e for _, _, e in sorted(self.later) if e.partition is not None]
+        fed = [e.offset for e in self.queue if e.partition is None]
+        fed += [e.offset for _, _, e in self.later if e.partition is None]
+        self.queue.clear()
+        self.later.clear()
+        if fed:  # drained but not started: still in the store, read again later
+            self.cursor = min(fed) - 1
+            self.released.rewind(min(fed))
+        self._cancel_timer()
+        self.hold(waiting)
+
+    # --- starting ---------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Start what the limits allow; arm the timer for the next start that must wait."""
+        if not self.config.active or self._lanes.closing:
+            return
+        now = self._clock.monotonic()
+        while self.later and self.later[0][0] <= now:
+            self.queue.append(heapq.heappop(self.later)[2])
+        while self.queue and self.running < self.config.max_concurrency:
+            if self.bucket is not None:
+                wait = self.bucket.take(now)
+                if wait > 0:
+                    self._wake(now + wait, rate_limited=True)
+                    return
+            self.running += 1
+            self._lanes._start(self, self.queue.popleft())
+        if self.later:
+            self._wake(self.later[0][0], rate_limited=False)
+
+    def _wake(self, due: float, *, rate_limited: bool) -> None:
+        if self._timer is not None and not self._timer.done():
+            if self._timer_due <= due:
+                return
+            self._timer.cancel()
+        if rate_limited:
+            self._lanes._rate_limited(due - self._clock.monotonic())
+        self._timer_due = due
+        self._timer = asyncio.create_task(self._sleep_then_pump(due - self._clock.monotonic()))
+
+    async def _sleep_then_pump(self, seconds: float) -> None:
+        await self._clock.sleep(seconds)
+        self._timer = None
+        self.pump()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def finished(self) -> None:
+        self.running -= 1
+        self.space.set()
+        self.pump()
+
+    # --- configuration ----------------------------------------------------------------------
+
+    def configure(self, config: LaneConfig) -> None:
+        self.config = config
+        now = self._clock.monotonic()
+        if config.rate is None:
+            self.bucket = None
+        elif self.bucket is None:
+            self.bucket = TokenBucket(config.rate, now)
+        else:
+            self.bucket.configure(config.rate, now)
+        self._cancel_timer()
+        if not config.active:
+            self._stop_drain()
+            self.spill()
+            return
+        if self.mode is LaneMode.HOLDING:
+            self._ensure_drain()
+        self.space.set()
+        self.pump()
+
+    # --- the drain --------------------------------------------------------------------------
+
+    def _ensure_drain(self) -> None:
+        if not self.config.active or self._lanes.closing:
+            return
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._lanes._drain(self))
+
+    def _stop_drain(self) -> None:
+        if self._drainer is not None:
+            self._drainer.cancel()
+            self._drainer = None
+
+    def feed(self, batch: Iterable[HeldTask]) -> None:
+        for held in batch:
+            self.cursor = held.seq
+            self.released.add(held.seq)
+            try:
+                task = decode_destination_task(held.task)
+            except WireError as exc:  # cannot be delivered by anyone: let it go
+                log.error("held_task_unreadable", destination=self.destination, seq=held.seq,
+                          problem=str(exc))  # fmt: skip
+                self.released_one(held.seq)
+                continue
+            self._enqueue(_Entry(task, None, held.seq, held.held_at))
+        self.pump()
+
+    def released_one(self, seq: int) -> None:
+        self.released.finish(seq)
+        self.held = max(0, self.held - 1)
+        if self.held == 0:
+            self.oldest_held_at = None
+        else:
+            head = self.released.committable()
+            for entry in self.queue:
+                if entry.partition is None and entry.offset == head:
+                    self.oldest_held_at = entry.held_at
+        self._lanes._advance(self)
+
+    def disown(self) -> None:
+        """Another consumer owns the destination now: stop draining, forget what was fed and
+        not started (it stays in the store), read the store's state again if it comes back."""
+        self._stop_drain()
+        fed = [e.offset for e in self.queue if e.partition is None]
+        fed += [e.offset for _, _, e in self.later if e.partition is None]
+        self.queue = deque(e for e in self.queue if e.partition is not None)
+        self.later = [item for item in self.later if item[2].partition is not None]
+        heapq.heapify(self.later)
+        if fed:  # running drained tasks still release their seqs when they finish
+            self.released.rewind(min(fed))
+        self.cursor = None
+
+    @property
+    def idle(self) -> bool:
+        return (
+            self.mode is LaneMode.LIVE and not self.queue and not self.later
+            and self.running == 0 and self.pending_holds == 0 and not self.advancing
+        )  # fmt: skip
+
+    def close(self) -> None:
+        self._stop_drain()
+        self._cancel_timer()
+
+    def snapshot(self) -> LaneSnapshot:
+        return LaneSnapshot(
+            self.destination, self.mode, self.config, len(self.queue) + len(self.later),
+            self.running, self.held, self.oldest_held_at,
+        )  # fmt: skip
+
+
+class Lanes:
+    """The lanes of one consumer. Not thread-safe; one event loop. See the module docstring."""
+
+    def __init__(
+        self,
+        deliver: Deliver,
+        config_of: ConfigOf,
+        store: HoldStore,
+        *,
+        clock: Clock | None = None,
+        metrics: LaneMetrics | None = None,
+        max_buffered: int = DEFAULT_MAX_BUFFERED,
+        drain_window: int | None = None,
+    ) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self._deliver = deliver
+        self._config_of = config_of
+        self._store = store
+        self._metrics = metrics
+        self._max_buffered = max_buffered
+        self._drain_window = drain_window
+        self._lanes: dict[str, Lane] = {}
+        self._partitions: dict[Hashable, PartitionOffsets] = {}
+        self._buffered: dict[Hashable, int] = {}
+        self._running: dict[asyncio.Task[None], Hashable | None] = {}
+        self._ops: asyncio.Queue[tuple[Lane, list[_Entry]] | Lane] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+        self._submitted = 0
+        self.closing = False
+        self.crashed: BaseException | None = None
+        """The exception a deliver function raised: a bug; the consume loop should stop."""
+        if metrics is not None:
+            metrics.held.set_function(lambda: sum(lane.held for lane in self._lanes.values()))
+            metrics.holding.set_function(
+                lambda: sum(1 for lane in self._lanes.values() if lane.held)
+            )
+            metrics.oldest_held_age.set_function(self._oldest_held_age)
+            metrics.buffered.set_function(lambda: sum(self._buffered.values()))
+
+    # --- the consumer's side ----------------------------------------------------------------
+
+    def submit(self, partition: Hashable, offset: int, tasks: Sequence[DestinationTask]) -> None:
+        """The record at ``offset`` of ``partition`` was read and carries ``tasks`` (in the
+        order their destinations should see them; none: it is handled at once)."""
+        tracker = self._partitions.setdefault(partition, PartitionOffsets())
+        tracker.add(offset, len(tasks))
+        for task in tasks:
+            self._buffered[partition] = self._buffered.get(partition, 0) + 1
+            self.lane(task.destination).accept(_Entry(task, partition, offset))
+        if self._buffered.get(partition, 0) > self._max_buffered:
+            self._spill_largest(partition)
+        self._submitted += 1
+        if self._submitted % SWEEP_EVERY == 0:
+            for lane in list(self._lanes.values()):
+                self._forget_if_idle(lane)
+
+    def committable(self, partition: Hashable) -> int | None:
+        """The offset of ``partition`` to commit: every task below it is handled or held."""
+        tracker = self._partitions.get(partition)
+        return tracker.committable() if tracker is not None else None
+
+    def pressure(self, partition: Hashable) -> bool:
+        """Stop fetching ``partition``: its buffer is full of tasks that cannot be spilled."""
+        return self._buffered.get(partition, 0) > self._max_buffered
+
+    def configure(self, destination: str, config: LaneConfig) -> None:
+        """A destination's controls changed: apply them to its lane, if it has one, at once."""
+        lane = self._lanes.get(destination)
+        if lane is not None:
+            lane.configure(config)
+
+    async def adopt(self, owns: Callable[[str], bool]) -> None:
+        """After an assignment, before its records are submitted: every destination ``owns``
+        says is this consumer's and that holds tasks gets a holding lane (which drains if
+        active); lanes no longer owned stop draining. A held task is drained by one consumer
+        at a time as long as the group gives each destination to one consumer."""
+        holding = await self._retrying(self._store.holding)
+        for destination in holding:
+            if owns(destination):
+                lane = self.lane(destination)
+                if lane.mode is LaneMode.LIVE:
+                    lane.spill()
+        for destination, lane in list(self._lanes.items()):
+            if not owns(destination) and lane.mode is LaneMode.HOLDING:
+                lane.disown()
+
+    async def revoke(
+        self,
+        partitions: Iterable[Hashable],
+        grace: float,
+        owns: Callable[[str], bool] | None = None,
+    ) -> dict[Hashable, int]:
+        """Hand ``partitions`` back: forget their tasks not started (the next owner reads them
+        again), stop draining the destinations ``owns`` no longer accepts, wait up to ``grace``
+        for their running attempts and for the hold-store writes under way (so the next owner's
+        ``adopt`` sees every task held here), and return the offsets to commit for them; they
+        are forgotten afterwards. What did not finish within ``grace`` is done again by the next
+        owner (at-least-once)."""
+        gone = set(partitions)
+        if owns is not None:
+            for destination, lane in list(self._lanes.items()):
+                if not owns(destination) and lane.mode is LaneMode.HOLDING:
+                    lane.disown()
+        for lane in self._lanes.values():
+            kept = [e for e in lane.queue if e.partition not in gone]
+            later = [item for item in lane.later if item[2].partition not in gone]
+            dropped = len(lane.queue) - len(kept) + len(lane.later) - len(later)
+            lane.queue = deque(kept)
+            lane.later = later
+            heapq.heapify(lane.later)
+            if dropped:
+                lane.space.set()
+        waiting: list[asyncio.Future[Any]] = [
+            task for task, partition in self._running.items() if partition in gone
+        ]
+        if self._writer is not None and not self._writer.done():
+            waiting.append(asyncio.ensure_future(self._ops.join()))
+        if waiting:
+            _, late = await asyncio.wait(waiting, timeout=grace)
+            for future in late:
+                if future not in self._running:
+                    future.cancel()  # only the wait for the writer: running attempts go on
+        offsets = {}
+        for partition in gone:
+            tracker = self._partitions.pop(partition, None)
+            self._buffered.pop(partition, None)
+            offset = tracker.committable() if tracker is not None else None
+            if offset is not None:
+                offsets[partition] = offset
+        return offsets
+
+    async def close(self, grace: float) -> None:
+        """Start nothing more; wait up to ``grace`` for running attempts and queued hold-store
+        writes, then cancel what is left (uncommitted: redone by whoever reads next)."""
+        self.closing = True
+        for lane in self._lanes.values():
+            lane.close()
+        pending: set[asyncio.Task[None]] = set(self._running)
+        if self._writer is not None:
+            pending.add(asyncio.create_task(self._ops.join()))
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=grace)
+            for task in late:
+                task.cancel()
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+
+    def snapshot(self, destination: str) -> LaneSnapshot | None:
+        lane = self._lanes.get(destination)
+        return lane.snapshot() if lane is not None else None
+
+    def lane(self, destination: str) -> Lane:
+        lane = self._lanes.get(destination)
+        if lane is None:
+            config = self._config_of(destination) or LaneConfig()
+            lane = self._lanes[destination] = Lane(destination, config, self)
+        return lane
+
+    # --- running attempts -------------------------------------------------------------------
+
+    def _start(self, lane: Lane, entry: _Entry) -> None:
+        task = asyncio.create_task(self._run(lane, entry))
+        self._running[task] = entry.partition
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._running.pop(task, None)
+
+    async def _run(self, lane: Lane, entry: _Entry) -> None:
+        try:
+            outcome = await self._deliver(entry.task)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("deliver_crashed", destination=lane.destination,
+                          delivery_id=entry.task.delivery_id)  # fmt: skip
+            self.crashed = exc
+            lane.finished()
+            return
+        if self._metrics is not None:
+            self._metrics.deliveries.labels(outcome).inc()
+        self._handled(lane, entry)
+        lane.finished()
+        self._forget_if_idle(lane)
+
+    def _handled(self, lane: Lane, entry: _Entry) -> None:
+        if entry.partition is None:
+            lane.released_one(entry.offset)
+            return
+        tracker = self._partitions.get(entry.partition)
+        if tracker is not None:
+            tracker.finish(entry.offset)
+            self._buffered[entry.partition] -= 1
+
+    def _forget_if_idle(self, lane: Lane) -> None:
+        """An idle lane is dropped unless its bucket still remembers recent starts (a new lane
+        starts with a full bucket)."""
+        if not lane.idle or lane.held or self._lanes.get(lane.destination) is not lane:
+            return
+        if lane.bucket is not None and not lane.bucket.full(self.clock.monotonic()):
+            return
+        lane.close()
+        del self._lanes[lane.destination]
+
+    def _rate_limited(self, wait: float) -> None:
+        if self._metrics is not None:
+            self._metrics.rate_limited.inc()
+            self._metrics.rate_limited_seconds.inc(max(0.0, wait))
+
+    def _spill_largest(self, partition: Hashable) -> None:
+        def waiting(lane: Lane) -> int:
+            return sum(1 for e in lane.queue if e.partition == partition) + sum(
+                1 for _, _, e in lane.later if e.partition == partition
+            )
+
+        candidates = [(waiting(lane), lane) for lane in self._lanes.values()]
+        count, largest = max(candidates, key=lambda c: c[0], default=(0, None))
+        if largest is not None and count > 0:
+            log.info("lane_spilled", destination=largest.destination, waiting=count)
+            largest.spill()
+
+    def _oldest_held_age(self) -> float:
+        oldest = [lane.oldest_held_at for lane in self._lanes.values() if lane.oldest_held_at]
+        if not oldest:
+            return 0.0
+        return max(0.0, (self.clock.now() - min(oldest)).total_seconds())
+
+    # --- the hold store ---------------------------------------------------------------------
+
+    def _hold(self, lane: Lane, entries: list[_Entry]) -> None:
+        self._ops.put_nowait((lane, entries))
+        self._ensure_writer()
+
+    def _advance(self, lane: Lane) -> None:
+        if not lane.advancing:
+            lane.advancing = True
+            self._ops.put_nowait(lane)
+            self._ensure_writer()
+
+    def _ensure_writer(self) -> None:
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_loop())
+
+    async def _write_loop(self) -> None:
+        carried: tuple[Lane, list[_Entry]] | Lane | None = None
+        while True:
+            op = carried if carried is not None else await self._ops.get()
+            carried = None
+            taken = 1
+            if isinstance(op, tuple):  # merge the same lane's holds queued right behind
+                lane, entries = op[0], list(op[1])
+                while len(entries) < HOLD_BATCH and not self._ops.empty():
+                    following = self._ops.get_nowait()
+                    taken += 1
+                    if isinstance(following, tuple) and following[0] is lane:
+                        entries += following[1]
+                    else:
+                        carried = following
+                        taken -= 1  # its task_done comes when it runs
+                        break
+                await self._retrying(functools.partial(self._write_hold, lane, entries))
+            else:
+                await self._retrying(functools.partial(self._write_advance, op))
+            for _ in range(taken):
+                self._ops.task_done()
+
+    async def _write_hold(self, lane: Lane, entries: list[_Entry]) -> None:
+        held_at = self.clock.now()
+        encoded = [encode_destination_task(entry.task) for entry in entries]
+        await self._store.append(lane.destination, encoded, held_at=held_at)
+        lane.pending_holds -= len(entries)
+        lane.hold_generation += 1
+        lane.held += len(entries)
+        if lane.oldest_held_at is None:
+            lane.oldest_held_at = held_at
+        for entry in entries:
+            self._handled(lane, entry)
+        lane.held_changed.set()
+
+    async def _write_advance(self, lane: Lane) -> None:
+        head = lane.released.committable()
+        if head is not None and head > lane.advanced:
+            await self._store.advance(lane.destination, head)
+            lane.advanced = head
+        lane.advancing = False
+        if lane.released.committable() != head:
+            self._advance(lane)
+        self._forget_if_idle(lane)
+
+    async def _drain(self, lane: Lane) -> None:
+        """Feed the lane from the hold store in seq order, a window at a time, until the store
+        is empty and no hold is on its way; then the lane is live again."""
+        window = self._drain_window or max(8, 2 * lane.config.max_concurrency)
+        if lane.cursor is None:
+            state = await self._retrying(functools.partial(self._store.state, lane.destination))
+            lane.cursor = state.head - 1
+            lane.released.rewind(state.head)  # seqs from head on are fed again
+            lane.advanced = state.head
+            lane.held = max(lane.held, state.count)
+            lane.oldest_held_at = state.oldest_held_at or lane.oldest_held_at
+        while lane.mode is LaneMode.HOLDING and lane.config.active and not self.closing:
+            room = window - len(lane.queue) - len(lane.later) - lane.running
+            if room <= 0:
+                lane.space.clear()
+                await lane.space.wait()
+                continue
+            lane.held_changed.clear()
+            generation, pending = lane.hold_generation, lane.pending_holds
+            cursor = lane.cursor
+            read = functools.partial(self._store.read, lane.destination, after=cursor, limit=room)
+            batch = await self._retrying(read)
+            if lane.cursor != cursor:  # a spill rewound the cursor meanwhile: read again
+                continue
+            if batch:
+                lane.feed(batch)
+                continue
+            if pending == 0 and lane.pending_holds == 0 and generation == lane.hold_generation:
+                lane.mode = LaneMode.LIVE
+                log.info("lane_drained", destination=lane.destination)
+                lane.pump()
+                # its last delivery may have finished before the drain saw the store empty:
+                # nothing else would forget the idle lane (once this task has ended)
+                asyncio.get_running_loop().call_soon(self._forget_if_idle, lane)
+                return
+            await lane.held_changed.wait()
+
+    async def _retrying(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """``operation()``, again after a back-off on the clock while the store errs."""
+        delay = STORE_BACKOFF_MIN
+        while True:
+            try:
+                return await operation()
+            except HoldStoreError as exc:
+                log.warning("hold_store_retry", error=str(exc)[:200], delay=delay)
+                await self.clock.sleep(delay)
+                delay = min(STORE_BACKOFF_MAX, delay * 2)
