@@ -9,6 +9,9 @@ import { ApiError } from "./api/client";
 import { meQuery } from "./api/queries";
 import type { StatusFilter } from "./api/types";
 import { BareLayout, Layout } from "./components/Layout";
+import { DestinationDetail } from "./features/destinations/DestinationDetail";
+import { Destinations } from "./features/destinations/Destinations";
+import { Routes } from "./features/routes/Routes";
 import { Admin } from "./pages/Admin";
 import { BulkReplay } from "./pages/BulkReplay";
 import { ErrorPage, NotFound } from "./pages/Errors";
@@ -109,6 +112,21 @@ const eventRoute = createRoute({
   }),
   component: EventDetail,
 });
+const routesRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "webhooks/$name/routes",
+  component: Routes,
+});
+const destinationsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "destinations",
+  component: Destinations,
+});
+const destinationRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "destinations/$dest",
+  component: DestinationDetail,
+});
 const tokensRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "tokens",
@@ -124,6 +142,9 @@ const routeTree = rootRoute.addChildren([
     eventsRoute,
     replayRoute,
     eventRoute,
+    routesRoute,
+    destinationsRoute,
+    destinationRoute,
     tokensRoute,
     adminRoute,
   ]),
