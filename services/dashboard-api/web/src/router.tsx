@@ -3,15 +3,13 @@ import {
   createRootRouteWithContext,
   createRoute,
   createRouter,
+  lazyRouteComponent,
   redirect,
 } from "@tanstack/react-router";
 import { ApiError } from "./api/client";
 import { meQuery } from "./api/queries";
 import type { StatusFilter } from "./api/types";
 import { BareLayout, Layout } from "./components/Layout";
-import { DestinationDetail } from "./features/destinations/DestinationDetail";
-import { Destinations } from "./features/destinations/Destinations";
-import { Routes } from "./features/routes/Routes";
 import { Admin } from "./pages/Admin";
 import { BulkReplay } from "./pages/BulkReplay";
 import { ErrorPage, NotFound } from "./pages/Errors";
@@ -115,17 +113,24 @@ const eventRoute = createRoute({
 const routesRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "webhooks/$name/routes",
-  component: Routes,
+  // the gateway's screens load on first visit: the initial bundle stays within its budget
+  component: lazyRouteComponent(() => import("./features/routes/Routes"), "Routes"),
 });
 const destinationsRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "destinations",
-  component: Destinations,
+  component: lazyRouteComponent(
+    () => import("./features/destinations/Destinations"),
+    "Destinations",
+  ),
 });
 const destinationRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "destinations/$dest",
-  component: DestinationDetail,
+  component: lazyRouteComponent(
+    () => import("./features/destinations/DestinationDetail"),
+    "DestinationDetail",
+  ),
 });
 const tokensRoute = createRoute({
   getParentRoute: () => appRoute,

@@ -42,6 +42,8 @@ export function DestinationDetail() {
           <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 rounded-lg border border-line bg-panel p-4 text-sm">
             <dt className="font-medium">URL</dt>
             <dd className="break-all font-mono">{data.url}</dd>
+            <dt className="font-medium">Timeout</dt>
+            <dd>{data.timeout_s} s</dd>
             <dt className="font-medium">Rate limit</dt>
             <dd>{rateText(data)}</dd>
             <dt className="font-medium">Max concurrency</dt>
