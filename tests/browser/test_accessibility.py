@@ -77,22 +77,24 @@ async def demo_data(stack: Stack) -> tuple[Owner, dict[str, Any], str]:
 async def gateway_config(owner: Owner, hook: dict[str, Any], stack: Stack) -> None:
     """Destinations in each state an owner can set (one paused) and two routes of ``hook``,
     one filtered and one disabled."""
-    for name, fields in [
+    destinations: list[tuple[str, dict[str, Any]]] = [
         ("billing", {"rate_limit": {"count": 5, "period": "second"}, "max_concurrency": 1,
                      "headers": {"authorization": "Bearer demo"}}),
         ("analytics", {}),
-    ]:  # fmt: skip
+    ]  # fmt: skip
+    for name, fields in destinations:
         body = {"name": name, "url": stack.receiver.url(), **fields}
         response = await owner.api.post("/api/v1/destinations", json=body)
         assert response.status_code == 201, response.text
     paused = await owner.api.post("/api/v1/destinations/analytics/pause")
     assert paused.status_code == 200, paused.text
-    for body in [
+    routes: list[dict[str, Any]] = [
         {"name": "big-orders", "destination": "billing",
          "filter": {"body": {"order": {"$gte": 40}}}},
         {"name": "everything", "destination": "analytics", "enabled": False},
-    ]:  # fmt: skip
-        response = await owner.api.post(f"/api/v1/webhooks/{hook['name']}/routes", json=body)
+    ]  # fmt: skip
+    for route in routes:
+        response = await owner.api.post(f"/api/v1/webhooks/{hook['name']}/routes", json=route)
         assert response.status_code == 201, response.text
 
 
