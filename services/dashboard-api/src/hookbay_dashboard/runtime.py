@@ -19,6 +19,7 @@ from hookbay_common.plans import PlanBook
 from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
+from hookbay_common.settings import Settings
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
 from hookbay_dashboard.services import Services, Stores
 from hookbay_dashboard.settings import DashboardSettings
@@ -136,7 +137,7 @@ class Runtime:
 
 def build_notifier(
     stores: Stores,
-    settings: DashboardSettings,
+    settings: Settings,
     http: httpx.AsyncClient,
     registry: CollectorRegistry | None,
     *,
