@@ -17,7 +17,6 @@ import httpx
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
-from pydantic import SecretStr
 from standardwebhooks.webhooks import Webhook
 
 from hookbay_common.alerts import (
