@@ -88,13 +88,9 @@ class Alerting:
         self.clock[0] = T0 + delta
 
     async def channel(self, type_: AlertChannelType, **fields: Any) -> AlertChannel:
-        secrets = {
-            k: SecretStr(v) for k, v in fields.items() if k in ("url", "secret", "routing_key")
-        }
-        plain = {k: v for k, v in fields.items() if k not in secrets}
-        channel = AlertChannel(
-            id=new_id(IdPrefix.ALERT_CHANNEL), username=self.username, type=type_,
-            created_at=T0, **secrets, **plain,
+        channel = AlertChannel.model_validate(
+            {"id": new_id(IdPrefix.ALERT_CHANNEL), "username": self.username, "type": type_,
+             "created_at": T0, **fields}
         )  # fmt: skip
         return await self.channels.create(channel)
 
