@@ -61,6 +61,8 @@ class AlertChannelService:
                 raise InvalidField((field,), f"a {write.type.value} channel needs {field}")
             if given and field not in needed | optional:
                 raise InvalidField((field,), f"a {write.type.value} channel takes no {field}")
+        if write.to is not None and not _EMAIL.fullmatch(write.to):
+            raise InvalidField(("to",), "one email address, such as ops@example.com")
         if write.type is AlertChannelType.EMAIL and not self._email_enabled:
             raise InvalidField(("type",), "this installation has no SMTP server (HOOKBAY_SMTP_URL)")
         if len(await self._channels.list_for_owner(username)) >= MAX_CHANNELS:
@@ -74,8 +76,6 @@ class AlertChannelService:
                 check_secret(write.secret)
             except ValueError as exc:
                 raise InvalidField(("secret",), str(exc)) from None
-        if write.to is not None and not _EMAIL.fullmatch(write.to):
-            raise InvalidField(("to",), "one email address, such as ops@example.com")
         channel = AlertChannel(
             id=new_id(IdPrefix.ALERT_CHANNEL), username=username, type=write.type,
             url=_sealed(write.url), secret=_sealed(write.secret),
