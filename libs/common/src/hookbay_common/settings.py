@@ -88,6 +88,11 @@ class Settings(BaseSettings):
         """Every topic this configuration needs, for ``ensure_topics``."""
         return self.topics.specs(self.retry_delays)
 
+    @field_validator("smtp_url", mode="before")
+    @classmethod
+    def _no_smtp(cls, value: Any) -> Any:
+        return None if value == "" else value
+
     @field_validator("retry_schedule", mode="before")
     @classmethod
     def _parse_schedule(cls, value: Any) -> Any:

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from hookbay_common.models import Breaker as BreakerModel
 from hookbay_forwarder.gateway.breaker import (
     Action,
     Breaker,
@@ -20,6 +22,7 @@ from hookbay_forwarder.gateway.breaker import (
     classify,
 )
 from hookbay_forwarder.gateway.clock import ManualClock
+from hookbay_forwarder.metrics import BreakerMetrics
 
 
 class TickClock(ManualClock):
@@ -259,6 +262,21 @@ class TestBreakers:
             book.get(name).record(permit, 500)
         assert [(t.destination, t.kind) for t in seen.transitions] == [("a", TransitionKind.OPENED)]
         assert book.get("b").settings == BreakerSettings()
+
+    async def test_transitions_counted_by_kind(self) -> None:
+        registry = CollectorRegistry()
+        book = Breakers(lambda _: BreakerSettings(consecutive=1), clock=TickClock(),
+                        metrics=BreakerMetrics(registry))  # fmt: skip
+        permit = book.get("a").admit()
+        assert permit is not None
+        book.get("a").record(permit, 503)
+        opened = registry.get_sample_value("hookbay_breaker_transitions_total", {"kind": "opened"})
+        assert opened == 1
+
+
+class TestSettingsOfTheDestination:
+    def test_the_models_defaults_are_the_breakers(self) -> None:
+        assert BreakerSettings.of(BreakerModel()) == BreakerSettings()
 
 
 class TestSettings:

@@ -34,7 +34,9 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
 
+from hookbay_common.models import Breaker as BreakerModel
 from hookbay_forwarder.gateway.clock import Clock, SystemClock
+from hookbay_forwarder.metrics import BreakerMetrics
 
 DEFAULT_WINDOW_S: Final = 120
 DEFAULT_MIN_ATTEMPTS: Final = 10
@@ -93,6 +95,16 @@ class BreakerSettings:
             raise ValueError("max_cooldown_s must be at least cooldown_s")
         if self.disable_after_s < self.cooldown_s:
             raise ValueError("disable_after_s must be at least cooldown_s")
+
+    @classmethod
+    def of(cls, breaker: BreakerModel) -> BreakerSettings:
+        """The thresholds of a destination's ``breaker`` (``hookbay_common.models.Breaker``)."""
+        return cls(
+            window_s=breaker.window_s, min_attempts=breaker.min_attempts,
+            failure_pct=breaker.failure_pct, consecutive=breaker.consecutive,
+            cooldown_s=breaker.cooldown_s, max_cooldown_s=breaker.max_cooldown_s,
+            disable_after_s=breaker.disable_after_s,
+        )  # fmt: skip
 
     def cooldown(self, level: int) -> float:
         """The cool-down after the ``level``-th opening in a row (0: the first)."""
@@ -360,11 +372,19 @@ class Breakers:
         *,
         clock: Clock | None = None,
         on_transition: OnTransition | None = None,
+        metrics: BreakerMetrics | None = None,
     ) -> None:
         self._settings_of = settings_of
         self._clock = clock or SystemClock()
-        self._on_transition = on_transition
+        self._caller = on_transition
+        self._metrics = metrics
         self._breakers: dict[str, Breaker] = {}
+
+    def _on_transition(self, transition: Transition) -> None:
+        if self._metrics is not None:
+            self._metrics.transitions.labels(transition.kind.value).inc()
+        if self._caller is not None:
+            self._caller(transition)
 
     def get(self, destination: str) -> Breaker:
         breaker = self._breakers.get(destination)
