@@ -131,7 +131,7 @@ test: install lint web browser
 	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
 	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
 	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \
-	  $(UV) run --frozen pytest -n $(PYTEST_WORKERS) -m "not heavy" $(PYTEST_ARGS) || status=$$?; \
+	  $(UV) run --frozen pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not heavy" $(PYTEST_ARGS) || status=$$?; \
 	  $(TEST_ENV) HOOKBAY_TEST_KAFKA=127.0.0.1:$(TEST_KAFKA_PORT) \
 	  HOOKBAY_TEST_MONGO=mongodb://127.0.0.1:$(TEST_MONGO_PORT) \
 	  HOOKBAY_TEST_REDIS=redis://127.0.0.1:$(TEST_REDIS_PORT) \

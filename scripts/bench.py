@@ -14,7 +14,9 @@ database (``hookbay_bench``), then, one server at a time:
 Then it runs the whole stack end to end (``scripts/bench_pipeline.py``, its own section: the CPU
 per event of every process and the events fully processed a second at 100, 400 and 800 offered),
 the provider verification cost (``scripts/bench_verification.py``, its own section:
-the ingest's CPU per request for a ``stripe`` webhook against a plain-secret one), the forwarder
+the ingest's CPU per request for a ``stripe`` webhook against a plain-secret one), the
+transformation engines and sandbox pool (``scripts/bench_transform.py``, its own section: no
+servers, a few minutes), the forwarder
 benchmark (``scripts/bench_forwarder.py``, its own section), the
 configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
 budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium), the delivery
@@ -531,6 +533,7 @@ def run(store: list[str] | None) -> int:
     print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
     status = run_script("bench_pipeline.py", [], timeout=3 * 3600)
     status = run_script("bench_verification.py", [], timeout=600) or status
+    status = run_script("bench_transform.py", [], timeout=1200) or status
     status = run_forwarder_bench() or status
     status = run_script("bench_config.py", [], timeout=600) or status
     status = run_script("bench_spa.py", [], timeout=1800) or status

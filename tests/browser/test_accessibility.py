@@ -70,7 +70,32 @@ async def demo_data(stack: Stack) -> tuple[Owner, dict[str, Any], str]:
         },
     )  # fmt: skip
     json_event = await stack.event(sent[0])
+    await gateway_config(owner, hook, stack)
     return owner, hook, json_event.id
+
+
+async def gateway_config(owner: Owner, hook: dict[str, Any], stack: Stack) -> None:
+    """Destinations in each state an owner can set (one paused) and two routes of ``hook``,
+    one filtered and one disabled."""
+    destinations: list[tuple[str, dict[str, Any]]] = [
+        ("billing", {"rate_limit": {"count": 5, "period": "second"}, "max_concurrency": 1,
+                     "headers": {"authorization": "Bearer demo"}}),
+        ("analytics", {}),
+    ]  # fmt: skip
+    for name, fields in destinations:
+        body = {"name": name, "url": stack.receiver.url(), **fields}
+        response = await owner.api.post("/api/v1/destinations", json=body)
+        assert response.status_code == 201, response.text
+    paused = await owner.api.post("/api/v1/destinations/analytics/pause")
+    assert paused.status_code == 200, paused.text
+    routes: list[dict[str, Any]] = [
+        {"name": "big-orders", "destination": "billing",
+         "filter": {"body": {"order": {"$gte": 40}}}},
+        {"name": "everything", "destination": "analytics", "enabled": False},
+    ]  # fmt: skip
+    for route in routes:
+        response = await owner.api.post(f"/api/v1/webhooks/{hook['name']}/routes", json=route)
+        assert response.status_code == 201, response.text
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -94,6 +119,10 @@ async def test_every_screen_has_no_serious_finding(
         ("events-last-hour", f"/webhooks/{name}/events?window=1h", "Delivery stats"),
         ("event-detail", f"/events/{event_id}", "Delivery attempts"),
         ("bulk-replay", f"/webhooks/{name}/replay", "will be delivered again"),
+        ("destinations", "/destinations", "New destination"),
+        ("destination-detail", "/destinations/billing", "Settings of billing"),
+        ("routes", f"/webhooks/{name}/routes", "big-orders"),
+        ("route-editor", f"/webhooks/{name}/routes", "matched"),
         ("tokens", "/tokens", "Create token"),
         ("admin", "/admin", "New user"),
         ("not-found", "/no/such/page", "Page not found"),
@@ -111,6 +140,10 @@ async def test_every_screen_has_no_serious_finding(
                 await expect(page.get_by_text("Newest events")).to_be_visible()
                 await page.keyboard.press("?")
                 await expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
+            elif screen == "route-editor":  # the filter editor and its dry run, open
+                await page.goto(path)
+                await page.get_by_role("button", name="Edit big-orders").click()
+                await expect(page.get_by_text("The filter is valid")).to_be_visible()
             elif screen == "forbidden":  # the admin signs out, a user signs in
                 await page.goto("/")
                 await page.get_by_role("button", name="Sign out").click()

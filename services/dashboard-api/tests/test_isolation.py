@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from hookbay_common.alerts import new_secret
 from hookbay_common.db.events import record_batch
-from hookbay_common.models import DeliveryStatus, EventStatus
+from hookbay_common.models import DeliveryStatus, EventStatus, IssueType
 from tests.support.dashboard import Dashboard, Owner
 from tests.support.factories import create_delivery, create_event
 
@@ -59,6 +60,16 @@ async def _victim(dashboard: Dashboard) -> Victim:
         "name": "orders", "event_id": event.id, "token_id": token["id"], "dest": "billing",
         "route": "to-billing",
     }  # fmt: skip
+    issue = await dashboard.runtime.services.issue_tracker().occurred(
+        owner.username, IssueType.DELIVERY, destination="billing"
+    )
+    values["issue_id"] = issue.id
+    channel = await owner.client.post(
+        "/api/v1/alert-channels",
+        json={"type": "webhook", "url": "http://127.0.0.1:9/alerts", "secret": new_secret()},
+    )
+    assert channel.status_code == 201, channel.text
+    values["channel_id"] = channel.json()["id"]
     job = await owner.client.post("/api/v1/webhooks/orders/events/replay", json={})
     if job.status_code == 202:
         values["job_id"] = job.json()["id"]
@@ -151,8 +162,10 @@ class TestIsolation:
             assert response.status_code == 404, (method, path, response.text)
 
     @pytest.mark.parametrize(
-        "path", ["/api/v1/webhooks", "/api/v1/tokens", "/api/v1/me", "/api/v1/destinations"]
-    )
+        "path",
+        ["/api/v1/webhooks", "/api/v1/tokens", "/api/v1/me", "/api/v1/destinations",
+         "/api/v1/issues", "/api/v1/alert-channels"],
+    )  # fmt: skip
     async def test_lists_show_only_the_callers_own(self, dashboard: Dashboard, path: str) -> None:
         victim = await _victim(dashboard)
         intruder = await dashboard.owner()

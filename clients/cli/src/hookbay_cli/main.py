@@ -654,5 +654,115 @@ def listen(
     sys.exit(code)
 
 
+# ---------------------------------------------------------------------------- issues
+
+
+@hookbay.group()
+def issues() -> None:
+    """Your issues: destination problems, and what you did about them."""
+
+
+ISSUE_STATUS = click.Choice(["open", "acknowledged", "resolved", "ignored"])
+
+
+def _issue_line(i: dict[str, Any]) -> str:
+    subject = i.get("destination") or i.get("transformation") or "-"
+    return f"{i['id']}: {i['type']} {subject} ({i['status']}, {i['count']} seen)"
+
+
+@issues.command("list")
+@click.option("--status", type=ISSUE_STATUS, default=None)
+@json_flag
+def issues_list(status: str | None, as_json: bool) -> None:
+    """Every issue, the most recently seen first."""
+    found = _run(lambda c: _get(c, "/issues", status=status))
+    rows = [[i["id"], i["type"], i["status"], i.get("destination") or i.get("transformation")
+             or "-", str(i["count"]), i["last_seen_at"]] for i in found]  # fmt: skip
+    _emit(found, as_json,
+          lambda _: _table(rows, ["ID", "TYPE", "STATUS", "SUBJECT", "COUNT", "LAST SEEN"]))  # fmt: skip
+
+
+def _issue_action(verb: str, past: str, doc: str) -> None:
+    @issues.command(verb, help=doc)
+    @click.argument("issue_id")
+    @json_flag
+    def command(issue_id: str, as_json: bool) -> None:
+        done = _run(lambda c: _call(c, "POST", f"/issues/{_q(issue_id)}/{verb}"))
+        _emit(done, as_json, lambda i: f"{past} {_issue_line(i)}")
+
+
+_issue_action("acknowledge", "acknowledged", "Mark an open issue as looked at (stays quiet).")
+_issue_action("resolve", "resolved", "Resolve an issue (it reopens if the problem recurs).")
+_issue_action("ignore", "ignored", "Ignore an issue: no notification, no reopening.")
+
+
+# ---------------------------------------------------------------------------- alert channels
+
+
+@hookbay.group("alert-channels")
+def alert_channels() -> None:
+    """Where your issue notifications go: webhook, slack, pagerduty, email."""
+
+
+def _channel_line(ch: dict[str, Any]) -> str:
+    target = ch.get("url") or ch.get("to") or ch.get("events_url") or "-"
+    failing = f" (failing: {ch['last_error']})" if ch.get("failing_since") else ""
+    return f"{ch['id']}: {ch['type']} {target}{failing}"
+
+
+@alert_channels.command("list")
+@json_flag
+def alert_channels_list(as_json: bool) -> None:
+    """Every alert channel (secrets masked)."""
+    found = _run(lambda c: _get(c, "/alert-channels"))
+    _emit(found, as_json, lambda f: "\n".join(_channel_line(ch) for ch in f))
+
+
+@alert_channels.command("create")
+@click.option("--type", "type_", type=click.Choice(["webhook", "slack", "pagerduty", "email"]),
+              required=True)  # fmt: skip
+@click.option("--url", default=None, help="webhook, slack: where notifications are POSTed.")
+@click.option("--secret-stdin", is_flag=True, help="webhook: read the whsec_ secret from stdin.")
+@click.option("--routing-key-stdin", is_flag=True,
+              help="pagerduty: read the integration key from stdin.")  # fmt: skip
+@click.option("--events-url", default=None, help="pagerduty: the Events API v2 endpoint.")
+@click.option("--to", default=None, help="email: the address notifications go to.")
+@json_flag
+def alert_channels_create(
+    type_: str, url: str | None, secret_stdin: bool, routing_key_stdin: bool,
+    events_url: str | None, to: str | None, as_json: bool,
+) -> None:  # fmt: skip
+    """Add an alert channel. Secrets come from stdin, never from the command line."""
+    body: dict[str, Any] = {"type": type_}
+    for key, value in (("url", url), ("events_url", events_url), ("to", to)):
+        if value is not None:
+            body[key] = value
+    if secret_stdin:
+        body["secret"] = sys.stdin.readline().strip()
+    if routing_key_stdin:
+        body["routing_key"] = sys.stdin.readline().strip()
+    created = _run(lambda c: _call(c, "POST", "/alert-channels", body))
+    _emit(created, as_json, lambda ch: f"created {_channel_line(ch)}")
+
+
+@alert_channels.command("delete")
+@click.argument("channel_id")
+def alert_channels_delete(channel_id: str) -> None:
+    """Delete an alert channel."""
+    _run(lambda c: _call(c, "DELETE", f"/alert-channels/{_q(channel_id)}"))
+    click.echo(f"deleted alert channel {channel_id}")
+
+
+@alert_channels.command("test")
+@click.argument("channel_id")
+@json_flag
+def alert_channels_test(channel_id: str, as_json: bool) -> None:
+    """Send a test notification now; exit 1 when the channel did not take it."""
+    result = _run(lambda c: _call(c, "POST", f"/alert-channels/{_q(channel_id)}/test"))
+    _emit(result, as_json, lambda r: "sent" if r["sent"] else f"not sent: {r['error']}")
+    if not result["sent"]:
+        sys.exit(1)
+
+
 def main() -> None:
     hookbay(prog_name="hookbay")

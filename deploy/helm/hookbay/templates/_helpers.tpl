@@ -138,6 +138,12 @@ app.kubernetes.io/component: {{ index . 1 }}
   value: {{ .maxBodyBytes | int64 | quote }}
 - name: HOOKBAY_ALLOW_PRIVATE_DESTINATIONS
   value: {{ .allowPrivateDestinations | quote }}
+{{- if .smtpUrl }}
+- name: HOOKBAY_SMTP_URL
+  value: {{ .smtpUrl | quote }}
+{{- end }}
+- name: HOOKBAY_SMTP_FROM
+  value: {{ .smtpFrom | quote }}
 - name: HOOKBAY_TRUSTED_PROXIES
   value: {{ join "," .trustedProxies | quote }}
 - name: HOOKBAY_LOG_LEVEL

@@ -303,3 +303,24 @@ class ConcurrentChange(Conflict):
     """A read-modify-write lost to other writers every time it was tried: send it again."""
 
     error = "Concurrent change"
+
+
+class IssueNotFound(NotFound):
+    error = "Issue not found"
+
+    def __init__(self, issue_id: str) -> None:
+        super().__init__(f"no issue {issue_id!r}", issue=issue_id)
+
+
+class AlertChannelNotFound(NotFound):
+    error = "Alert channel not found"
+
+    def __init__(self, channel_id: str) -> None:
+        super().__init__(f"no alert channel {channel_id!r}", channel=channel_id)
+
+
+class IssueStateConflict(Conflict):
+    error = "Issue state conflict"
+
+    def __init__(self, issue_id: str, status: str, action: str) -> None:
+        super().__init__(f"issue {issue_id!r} is {status}: it cannot be {action}", issue=issue_id)

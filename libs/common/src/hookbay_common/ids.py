@@ -18,6 +18,9 @@ class IdPrefix(StrEnum):
     DELIVERY = "dlv"
     DESTINATION = "dst"
     ROUTE = "rte"
+    ISSUE = "iss"
+    ALERT_CHANNEL = "ach"
+    NOTIFICATION = "msg"
 
 
 def new_id(prefix: IdPrefix) -> str:

@@ -390,6 +390,31 @@ class RateLimit(_Record):
     period: RatePeriod
 
 
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+BREAKER_DISABLE_AFTER_DEFAULT: Final = 72 * 3600
+
+
+class Breaker(_Record):
+    """A destination's circuit breaker (docs/owners/alerts.md): the thresholds its owner may
+    set, and the state the deliverer writes (``state``, ``opened_at``, ``next_probe_at``)."""
+
+    state: BreakerState = BreakerState.CLOSED
+    window_s: int = Field(default=120, ge=10, le=86_400)
+    min_attempts: int = Field(default=10, ge=1, le=10_000)
+    failure_pct: int = Field(default=70, ge=1, le=100)
+    consecutive: int = Field(default=20, ge=1, le=10_000)
+    cooldown_s: int = Field(default=30, ge=1, le=3600)
+    max_cooldown_s: int = Field(default=1800, ge=1, le=86_400)
+    disable_after_s: int = Field(default=BREAKER_DISABLE_AFTER_DEFAULT, ge=60, le=30 * 86_400)
+    opened_at: datetime | None = None
+    next_probe_at: datetime | None = None
+
+
 class Destination(_Record):
     """Where routes deliver: an owner's URL with its delivery controls. ``headers`` values are
     plaintext in memory only (sealed at rest and on the change log); ``retry_schedule``
@@ -406,6 +431,7 @@ class Destination(_Record):
     max_concurrency: int = Field(default=MAX_CONCURRENCY_DEFAULT, ge=1, le=MAX_CONCURRENCY_MAX)
     state: DestinationState = DestinationState.ACTIVE
     state_reason: StateReason | None = None
+    breaker: Breaker = Field(default_factory=Breaker)
     created_at: datetime
     updated_at: datetime
 
@@ -699,3 +725,80 @@ class DeliveryTask(_Record):
             event=event, chain_id=new_id(IdPrefix.CHAIN), trigger=AttemptTrigger.REPLAY,
             number=1, url=url, not_before=now,
         )  # fmt: skip
+
+
+class IssueType(StrEnum):
+    DELIVERY = "delivery"
+    """A destination failing: its breaker opened, or deliveries failed for good."""
+    DISABLED = "disabled"
+    """hookbay disabled a destination (410 Gone, or failing for too long)."""
+    BACKLOG = "backlog"
+    """A destination's oldest held delivery is older than the threshold."""
+    TRANSFORMATION = "transformation"
+    """A transformation failing."""
+
+
+class IssueStatus(StrEnum):
+    OPEN = "open"
+    ACKNOWLEDGED = "acknowledged"
+    """Someone is on it: recurrences count silently."""
+    RESOLVED = "resolved"
+    IGNORED = "ignored"
+    """Never notifies and never reopens until its owner resolves it."""
+
+
+class Notified(StrEnum):
+    """What the owner's channels were last told about an issue."""
+
+    OPENED = "opened"
+    REOPENED = "reopened"
+    RESOLVED = "resolved"
+
+
+class Issue(_Record):
+    """One problem of an owner's, one document per (``username``, ``key``): the same problem
+    recurring updates or reopens it. ``key`` is ``<type>:<destination or transformation>``."""
+
+    id: str
+    username: str
+    type: IssueType
+    key: str
+    status: IssueStatus = IssueStatus.OPEN
+    destination: str | None = None
+    transformation: str | None = None
+    reason: str | None = None
+    first_seen_at: datetime
+    last_seen_at: datetime
+    count: int = 1
+    sample_event_id: str | None = None
+    opened_at: datetime
+    resolved_at: datetime | None = None
+    notified: Notified | None = None
+    notified_at: datetime | None = None
+
+
+class AlertChannelType(StrEnum):
+    WEBHOOK = "webhook"
+    SLACK = "slack"
+    PAGERDUTY = "pagerduty"
+    EMAIL = "email"
+
+
+class AlertChannel(_Record):
+    """Where an owner's issue notifications go. ``url`` (webhook, slack), ``secret`` (webhook:
+    a Standard Webhooks ``whsec_`` secret), ``routing_key`` and ``events_url`` (pagerduty), ``to``
+    (email). ``url``, ``secret`` and ``routing_key`` are plaintext in memory only (sealed at
+    rest). ``last_error`` / ``failing_since``: the channel's notifications are failing."""
+
+    id: str
+    username: str
+    type: AlertChannelType
+    url: SecretStr | None = None
+    secret: SecretStr | None = None
+    routing_key: SecretStr | None = None
+    events_url: str | None = None
+    to: str | None = None
+    created_at: datetime
+    last_sent_at: datetime | None = None
+    last_error: str | None = None
+    failing_since: datetime | None = None

@@ -69,6 +69,12 @@ class Settings(BaseSettings):
     """Sends failing for this long, replacements included, while the broker answers: the
     process reports itself unhealthy (``/healthz`` 503) so that it is restarted."""
 
+    smtp_url: str | None = Field(default=None, pattern=r"^smtps?://[^/?#]+/?$")
+    """The SMTP server of email alert channels (``smtp://host:port``, ``smtps://`` for TLS,
+    optional ``user:password@``); unset: no email channels."""
+    smtp_from: str = "hookbay@localhost"
+    """The sender of alert emails."""
+
     @property
     def topics(self) -> Topics:
         return Topics(self.kafka_namespace)
@@ -81,6 +87,11 @@ class Settings(BaseSettings):
     def topic_specs(self) -> list[TopicSpec]:
         """Every topic this configuration needs, for ``ensure_topics``."""
         return self.topics.specs(self.retry_delays)
+
+    @field_validator("smtp_url", mode="before")
+    @classmethod
+    def _no_smtp(cls, value: Any) -> Any:
+        return None if value == "" else value
 
     @field_validator("retry_schedule", mode="before")
     @classmethod

@@ -26,10 +26,12 @@ from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook, load_plans
 from hookbay_common.process import Probes, mount_probes, report_loop_errors
 from hookbay_dashboard.accounts.routes import router as accounts_router
+from hookbay_dashboard.alerts.routes import router as alerts_router
 from hookbay_dashboard.auth.routes import router as auth_router
 from hookbay_dashboard.deps import refuse_unstorable_text
 from hookbay_dashboard.destinations.routes import router as destinations_router
 from hookbay_dashboard.events.routes import router as events_router
+from hookbay_dashboard.issues.routes import router as issues_router
 from hookbay_dashboard.replays.routes import router as replays_router
 from hookbay_dashboard.routing.routes import router as routing_router
 from hookbay_dashboard.runtime import Runtime
@@ -183,7 +185,7 @@ def api_router() -> APIRouter:
     )
     routers = [
         auth_router, accounts_router, webhooks_router, routing_router, destinations_router,
-        tail_router, events_router, replays_router, stats_router,
+        tail_router, events_router, replays_router, stats_router, issues_router, alerts_router,
     ]  # fmt: skip
     for router in routers:
         api.include_router(router)

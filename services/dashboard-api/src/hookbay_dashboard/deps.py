@@ -17,9 +17,11 @@ from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBea
 from hookbay_common.errors import AdminRequired, CsrfRejected, NotAuthenticated
 from hookbay_common.names import check_storable
 from hookbay_dashboard.accounts.service import AccountService
+from hookbay_dashboard.alerts.service import AlertChannelService
 from hookbay_dashboard.auth.service import AuthService, Principal
 from hookbay_dashboard.destinations.service import DestinationService
 from hookbay_dashboard.events.service import EventService
+from hookbay_dashboard.issues.service import IssueService
 from hookbay_dashboard.replays.service import ReplayService
 from hookbay_dashboard.routing.service import RouteService
 from hookbay_dashboard.runtime import Runtime
@@ -178,3 +180,17 @@ def get_routes(runtime: RuntimeDep) -> RouteService:
 
 
 RoutesDep = Annotated[RouteService, Depends(get_routes)]
+
+
+def get_issues(runtime: RuntimeDep) -> IssueService:
+    return runtime.services.issues()
+
+
+IssuesDep = Annotated[IssueService, Depends(get_issues)]
+
+
+def get_alert_channels(runtime: RuntimeDep) -> AlertChannelService:
+    return runtime.services.alert_channels()
+
+
+AlertChannelsDep = Annotated[AlertChannelService, Depends(get_alert_channels)]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry
 from pymongo import AsyncMongoClient
 from pymongo.errors import PyMongoError
 
+from hookbay_common.alerts import AlertMetrics, Notifier, Senders, SmtpSettings
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import client as db_client
 from hookbay_common.errors import ServiceUnavailable
@@ -17,6 +19,7 @@ from hookbay_common.plans import PlanBook
 from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
+from hookbay_common.settings import Settings
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
 from hookbay_dashboard.services import Services, Stores
 from hookbay_dashboard.settings import DashboardSettings
@@ -69,7 +72,11 @@ class Runtime:
         )
         await self.producer.start()  # connects in the background, replaces itself if wedged
         self.config = ConfigPublisher(self._send, settings.topics.config, self.box)
-        self.services = Services(stores, settings, self.plans, config=self.config)
+        self.alert_http = httpx.AsyncClient(timeout=10.0, follow_redirects=False)
+        self.notifier = build_notifier(stores, settings, self.alert_http, self.registry)
+        self.services = Services(
+            stores, settings, self.plans, config=self.config, notifier=self.notifier
+        )
         """Every request's services (``deps``), built as the ``hookbay-admin`` commands build theirs."""
         self.tails = self.services.tails(
             poll_interval=settings.tail_poll_interval,
@@ -120,7 +127,27 @@ class Runtime:
     async def stop(self) -> None:
         await self.replay_runner.stop()  # first: its jobs' leases are released through Mongo
         await self.tails.close()
+        await self.notifier.close()
+        await self.alert_http.aclose()
         await self.producer.stop()
         await self.limiter.close()
         await self.mongo.close()
         log.info("dashboard_stopped")
+
+
+def build_notifier(
+    stores: Stores,
+    settings: Settings,
+    http: httpx.AsyncClient,
+    registry: CollectorRegistry | None,
+    *,
+    backoff: tuple[float, ...] | None = None,
+) -> Notifier:
+    """The notifier of the owners' alert channels, over ``http``; the API's and the
+    commands' (which try each channel once: ``backoff=()``)."""
+    smtp = SmtpSettings(settings.smtp_url, settings.smtp_from) if settings.smtp_url else None
+    senders = Senders(http, smtp=smtp)
+    metrics = AlertMetrics(registry) if registry is not None else None
+    if backoff is None:
+        return Notifier(stores.alert_channels, senders, metrics=metrics)
+    return Notifier(stores.alert_channels, senders, metrics=metrics, backoff=backoff)

@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from argon2 import PasswordHasher
 from prometheus_client import CollectorRegistry
 
+from hookbay_common.alerts import IssueTracker, Notifier
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import (
+    AlertChannelRepository,
     AttemptRepository,
     DestinationRepository,
     EventRepository,
+    IssueRepository,
     ReplayJobRepository,
     SessionRepository,
     StatsRepository,
@@ -27,10 +30,12 @@ from hookbay_common.ratelimit import RateLimiter
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService, OwnerData
+from hookbay_dashboard.alerts.service import AlertChannelService
 from hookbay_dashboard.auth.service import AuthService
 from hookbay_dashboard.destinations.service import DestinationService
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.service import EventService
+from hookbay_dashboard.issues.service import IssueService
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher, ReplayService
 from hookbay_dashboard.routing.service import RouteService
 from hookbay_dashboard.settings import DashboardSettings
@@ -52,6 +57,8 @@ class Stores:
     stats: StatsRepository
     replay_jobs: ReplayJobRepository
     destinations: DestinationRepository
+    issues: IssueRepository
+    alert_channels: AlertChannelRepository
 
     @classmethod
     def open(cls, db: Database, box: SecretBox) -> Stores:
@@ -59,21 +66,26 @@ class Stores:
             UserRepository(db), TokenRepository(db), SessionRepository(db),
             WebhookRepository(db, box), EventRepository(db), AttemptRepository(db),
             StatsRepository(db), ReplayJobRepository(db), DestinationRepository(db, box),
+            IssueRepository(db), AlertChannelRepository(db, box),
         )  # fmt: skip
 
 
 class Services:
     """Builds each owner-facing service from ``stores``. ``config`` publishes user and webhook
     changes to the configuration change log (``hookbay_common.configlog``); ``settings`` are the
-    base settings both the API and the commands read (the secret key, private destinations)."""
+    base settings both the API and the commands read (the secret key, private destinations);
+    ``notifier`` tells the owners' alert channels of their issues (``None``: nobody is told,
+    and channels cannot be tested)."""
 
     def __init__(
-        self, stores: Stores, settings: Settings, plans: PlanBook, *, config: ConfigPublisher
-    ) -> None:
+        self, stores: Stores, settings: Settings, plans: PlanBook, *, config: ConfigPublisher,
+        notifier: Notifier | None = None,
+    ) -> None:  # fmt: skip
         self.stores = stores
         self.settings = settings
         self.plans = plans
         self.config = config
+        self.notifier = notifier
 
     def accounts(self, *, hasher: PasswordHasher | None = None) -> AccountService:
         s = self.stores
@@ -106,6 +118,22 @@ class Services:
         return DestinationService(
             s.destinations, s.users, s.webhooks,
             allow_private=self.settings.allow_private_destinations, publisher=self.config,
+        )  # fmt: skip
+
+    def issue_tracker(self) -> IssueTracker:
+        return IssueTracker(self.stores.issues, self.notifier)
+
+    def issues(self) -> IssueService:
+        return IssueService(self.stores.issues, self.issue_tracker())
+
+    def alert_channels(self) -> AlertChannelService:
+        if self.notifier is None:
+            raise RuntimeError("alert channels need a notifier")
+        s = self.stores
+        return AlertChannelService(
+            s.alert_channels, s.users, self.notifier,
+            allow_private=self.settings.allow_private_destinations,
+            email_enabled=self.settings.smtp_url is not None,
         )  # fmt: skip
 
     def routes(self) -> RouteService:

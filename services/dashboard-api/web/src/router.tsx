@@ -3,6 +3,7 @@ import {
   createRootRouteWithContext,
   createRoute,
   createRouter,
+  lazyRouteComponent,
   redirect,
 } from "@tanstack/react-router";
 import { ApiError } from "./api/client";
@@ -109,6 +110,28 @@ const eventRoute = createRoute({
   }),
   component: EventDetail,
 });
+const routesRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "webhooks/$name/routes",
+  // the gateway's screens load on first visit: the initial bundle stays within its budget
+  component: lazyRouteComponent(() => import("./features/routes/Routes"), "Routes"),
+});
+const destinationsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "destinations",
+  component: lazyRouteComponent(
+    () => import("./features/destinations/Destinations"),
+    "Destinations",
+  ),
+});
+const destinationRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "destinations/$dest",
+  component: lazyRouteComponent(
+    () => import("./features/destinations/DestinationDetail"),
+    "DestinationDetail",
+  ),
+});
 const tokensRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "tokens",
@@ -124,6 +147,9 @@ const routeTree = rootRoute.addChildren([
     eventsRoute,
     replayRoute,
     eventRoute,
+    routesRoute,
+    destinationsRoute,
+    destinationRoute,
     tokensRoute,
     adminRoute,
   ]),

@@ -115,3 +115,15 @@ class LaneMetrics:
         self.buffered = Gauge(
             name("lanes_buffered"), "Delivery tasks in memory, waiting or running.", registry=r
         )
+
+
+class BreakerMetrics:
+    """The destinations' circuit breakers (``gateway.breaker``), added to a process's
+    registry; labelled by transition only (no destination or owner: unbounded)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.transitions = Counter(
+            name("breaker_transitions"),
+            "Breaker transitions by kind (opened, probing, reopened, closed, disabled).",
+            ["kind"], registry=registry,
+        )  # fmt: skip

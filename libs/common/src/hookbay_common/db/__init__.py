@@ -4,10 +4,12 @@ Every query hookbay runs lives in a repository here. Queries stay inside what bo
 FerretDB support: no transactions, change streams, TTL indexes, ``$facet`` or ``$lookup``.
 """
 
+from hookbay_common.db.alert_channels import AlertChannelRepository
 from hookbay_common.db.client import Collections, Database, connect, database, migrate
 from hookbay_common.db.destinations import DestinationRepository
 from hookbay_common.db.events import AttemptRepository, EventCursor, EventRepository
 from hookbay_common.db.held import HeldTask, HoldRepository, HoldState, HoldStoreError
+from hookbay_common.db.issues import IssueRepository
 from hookbay_common.db.locks import Lease, LockRepository
 from hookbay_common.db.replays import ReplayJob, ReplayJobRepository, ReplayJobStatus
 from hookbay_common.db.sessions import SessionRepository
@@ -17,6 +19,7 @@ from hookbay_common.db.users import UserRepository
 from hookbay_common.db.webhooks import WebhookRepository
 
 __all__ = [
+    "AlertChannelRepository",
     "AttemptRepository",
     "Collections",
     "Database",
@@ -27,6 +30,7 @@ __all__ = [
     "HoldRepository",
     "HoldState",
     "HoldStoreError",
+    "IssueRepository",
     "Lease",
     "LockRepository",
     "ReplayJob",

@@ -29,6 +29,8 @@ class Collections:
     MIGRATIONS: Final = "migrations"
     HELD_DELIVERIES: Final = "held_deliveries"
     HELD_LANES: Final = "held_lanes"
+    ISSUES: Final = "issues"
+    ALERT_CHANNELS: Final = "alert_channels"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {
@@ -95,6 +97,13 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
     ],
     Collections.HELD_LANES: [
         IndexModel([("held", ASCENDING)], name="held"),
+    ],
+    Collections.ISSUES: [
+        IndexModel([("username", ASCENDING), ("key", ASCENDING)], unique=True, name="owner_key"),
+        IndexModel([("username", ASCENDING), ("status", ASCENDING)], name="owner_status"),
+    ],
+    Collections.ALERT_CHANNELS: [
+        IndexModel([("username", ASCENDING)], name="owner"),
     ],
 }
 

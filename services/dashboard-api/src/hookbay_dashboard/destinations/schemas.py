@@ -13,6 +13,8 @@ from hookbay_common.models import (
     DESTINATION_TIMEOUT_MAX,
     MAX_CONCURRENCY_DEFAULT,
     MAX_CONCURRENCY_MAX,
+    Breaker,
+    BreakerState,
     Destination,
     DestinationState,
     RateLimit,
@@ -100,6 +102,43 @@ class RateLimitWrite(BaseModel):
         return RateLimit.model_validate(self.model_dump())
 
 
+class BreakerWrite(BaseModel):
+    """The breaker's thresholds (docs/owners/alerts.md); a field not sent keeps its value (the
+    default at first). Its state is hookbay's: sending it is a 422."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    window_s: int | None = Field(
+        default=None, ge=10, le=86_400, description="Sliding window (120)."
+    )
+    min_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="Attempts in the window before the share counts (10).",
+    )
+    failure_pct: int | None = Field(
+        default=None, ge=1, le=100, description="Share of failed attempts that opens it (70)."
+    )
+    consecutive: int | None = Field(
+        default=None, ge=1, le=10_000, description="Failures in a row that open it (20)."
+    )
+    cooldown_s: int | None = Field(
+        default=None, ge=1, le=3600, description="Wait before the first probe (30); doubles."
+    )
+    max_cooldown_s: int | None = Field(
+        default=None, ge=1, le=86_400, description="The longest wait between probes (1800)."
+    )
+    disable_after_s: int | None = Field(
+        default=None, ge=60, le=30 * 86_400,
+        description="Open this long: disabled, reason sustained_failure (259200: 72 h).",
+    )  # fmt: skip
+
+    def applied_to(self, current: Breaker) -> Breaker:
+        changes = self.model_dump(exclude_none=True)
+        return current.model_copy(update=changes)
+
+
 class _DestinationFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +150,8 @@ class _DestinationFields(BaseModel):
         default=None,
         description="At most count requests per period, retries included; null: no limit.",
     )
+
+    breaker: BreakerWrite | None = Field(default=None, description="The breaker's thresholds.")
 
     _headers = field_validator("headers")(_check_headers)
     _schedule = field_validator("retry_schedule")(_check_schedule)
@@ -158,6 +199,23 @@ class RateLimitRead(BaseModel):
     period: RatePeriod
 
 
+class BreakerRead(BaseModel):
+    state: BreakerState = Field(description="Written by hookbay: closed, open or half_open.")
+    window_s: int
+    min_attempts: int
+    failure_pct: int
+    consecutive: int
+    cooldown_s: int
+    max_cooldown_s: int
+    disable_after_s: int
+    opened_at: Timestamp | None = Field(description="When it opened (the current streak).")
+    next_probe_at: Timestamp | None = Field(description="When the next probe goes out.")
+
+    @classmethod
+    def of(cls, breaker: Breaker) -> BreakerRead:
+        return cls.model_validate(breaker.model_dump())
+
+
 class DestinationRead(BaseModel):
     id: str
     username: str
@@ -170,6 +228,7 @@ class DestinationRead(BaseModel):
     max_concurrency: int
     state: DestinationState
     state_reason: StateReason | None
+    breaker: BreakerRead
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -183,7 +242,7 @@ class DestinationRead(BaseModel):
             retry_schedule=list(d.retry_schedule) if d.retry_schedule is not None else None,
             rate_limit=RateLimitRead(count=rate.count, period=rate.period) if rate else None,
             max_concurrency=d.max_concurrency, state=d.state, state_reason=d.state_reason,
-            created_at=d.created_at, updated_at=d.updated_at,
+            breaker=BreakerRead.of(d.breaker), created_at=d.created_at, updated_at=d.updated_at,
         )  # fmt: skip
 
     def view(self) -> dict[str, Any]:

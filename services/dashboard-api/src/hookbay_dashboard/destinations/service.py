@@ -11,11 +11,12 @@ from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import DestinationRepository, UserRepository, WebhookRepository
 from hookbay_common.errors import DestinationInUse, InvalidField
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Destination, DestinationState, StateReason
+from hookbay_common.models import Breaker, Destination, DestinationState, StateReason
 from hookbay_common.names import is_valid_webhook_name
 from hookbay_common.netguard import DestinationNotAllowed, check_destination
 from hookbay_dashboard.destinations.schemas import (
     SECRET_MASK,
+    BreakerWrite,
     DestinationCreate,
     DestinationUpdate,
 )
@@ -78,6 +79,7 @@ class DestinationService:
             retry_schedule=tuple(write.retry_schedule) if write.retry_schedule else None,
             rate_limit=write.rate_limit.record() if write.rate_limit else None,
             max_concurrency=write.max_concurrency, created_at=now, updated_at=now,
+            breaker=_breaker(write.breaker, Breaker()),
         )  # fmt: skip
         return await self._published(await self._destinations.create(destination))
 
@@ -106,6 +108,10 @@ class DestinationService:
             changes["retry_schedule"] = tuple(schedule) if schedule is not None else None
         if "rate_limit" in sent:
             changes["rate_limit"] = write.rate_limit.record() if write.rate_limit else None
+        if write.breaker is not None:
+            breaker = _breaker(write.breaker, current.breaker)
+            if breaker != current.breaker:
+                changes["breaker"] = breaker
         if not changes:
             return current
         return await self._published(await self._destinations.update(username, name, changes))
@@ -162,4 +168,19 @@ def _merged_headers(sent: dict[str, str], stored: dict[str, SecretStr]) -> dict[
             merged[header] = stored[header]
         else:
             merged[header] = SecretStr(value)
+    return merged
+
+
+def _breaker(write: BreakerWrite | None, current: Breaker) -> Breaker:
+    """``current`` with the thresholds sent; thresholds that contradict each other are a 422
+    naming the one sent."""
+    if write is None:
+        return current
+    merged = write.applied_to(current)
+    if merged.max_cooldown_s < merged.cooldown_s:
+        field = "max_cooldown_s" if write.max_cooldown_s is not None else "cooldown_s"
+        raise InvalidField(("breaker", field), "max_cooldown_s must be at least cooldown_s")
+    if merged.disable_after_s < merged.max_cooldown_s:
+        field = "disable_after_s" if write.disable_after_s is not None else "max_cooldown_s"
+        raise InvalidField(("breaker", field), "disable_after_s must be at least max_cooldown_s")
     return merged

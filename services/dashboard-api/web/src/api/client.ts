@@ -8,9 +8,32 @@ export class ApiError extends Error {
     readonly error: string,
     message: string,
     readonly retryAfter: number | null = null,
+    /** The whole JSON answer (a 422's `detail`, a 409's `routes`, …). */
+    readonly body: Record<string, unknown> = {},
   ) {
     super(message);
   }
+}
+
+/** One refused field of a 422: where (`loc` without its leading "body"), why, and for a
+ * filter the JSON pointer into it. */
+export type FieldProblem = { loc: (string | number)[]; msg: string; pointer?: string };
+
+export function fieldProblems(error: unknown): FieldProblem[] {
+  if (!(error instanceof ApiError) || error.status !== 422) return [];
+  const detail = error.body.detail;
+  if (!Array.isArray(detail)) return [];
+  return detail.flatMap((d): FieldProblem[] => {
+    if (d === null || typeof d !== "object" || !Array.isArray(d.loc)) return [];
+    const loc = d.loc[0] === "body" ? d.loc.slice(1) : d.loc;
+    return [{ loc, msg: String(d.msg ?? ""), pointer: d.pointer ?? undefined }];
+  });
+}
+
+/** The message of the first refusal at or under `path` (e.g. "url", "rate_limit"). */
+export function fieldProblem(error: unknown, ...path: string[]): string | null {
+  const found = fieldProblems(error).find((p) => path.every((part, i) => p.loc[i] === part));
+  return found ? found.msg : null;
 }
 
 // The session's CSRF token lives in memory only (never web storage): GET /me hands it out again.
@@ -67,6 +90,7 @@ function toError(response: Response, error: unknown): ApiError {
     body.error ?? response.statusText,
     body.message ?? `HTTP ${response.status}`,
     retryAfter,
+    body as Record<string, unknown>,
   );
 }
 

@@ -53,6 +53,68 @@ export interface paths {
         patch: operations["update_user_api_v1_admin_users__username__patch"];
         trace?: never;
     };
+    "/api/v1/alert-channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Alert Channels */
+        get: operations["list_alert_channels_api_v1_alert_channels_get"];
+        put?: never;
+        /**
+         * Create Alert Channel
+         * @description Every issue of yours that opens, reopens or resolves is told here once. A field its
+         *     type lacks or does not take, a URL the SSRF guard refuses, a malformed secret: 422 naming
+         *     it.
+         */
+        post: operations["create_alert_channel_api_v1_alert_channels_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/alert-channels/{channel_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Alert Channel */
+        get: operations["get_alert_channel_api_v1_alert_channels__channel_id__get"];
+        put?: never;
+        post?: never;
+        /** Delete Alert Channel */
+        delete: operations["delete_alert_channel_api_v1_alert_channels__channel_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/alert-channels/{channel_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test Alert Channel
+         * @description Send a test notification now and say whether the channel took it (a failure also
+         *     marks the channel).
+         */
+        post: operations["test_alert_channel_api_v1_alert_channels__channel_id__test_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/login": {
         parameters: {
             query?: never;
@@ -262,6 +324,104 @@ export interface paths {
          *     while Kafka is unreachable.
          */
         post: operations["replay_event_api_v1_events__event_id__replay_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Issues
+         * @description Every issue (or those of one ``status``), the most recently seen first.
+         */
+        get: operations["list_issues_api_v1_issues_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issues/{issue_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Issue */
+        get: operations["get_issue_api_v1_issues__issue_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issues/{issue_id}/acknowledge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge Issue
+         * @description open → acknowledged: recurrences count silently. A resolved or ignored issue: 409.
+         */
+        post: operations["acknowledge_issue_api_v1_issues__issue_id__acknowledge_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issues/{issue_id}/ignore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ignore Issue
+         * @description → ignored: it never notifies and never reopens until you resolve it.
+         */
+        post: operations["ignore_issue_api_v1_issues__issue_id__ignore_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issues/{issue_id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve Issue
+         * @description → resolved (the channels are told when they were told it was open); it reopens if the
+         *     problem recurs.
+         */
+        post: operations["resolve_issue_api_v1_issues__issue_id__resolve_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -686,6 +846,97 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AlertChannelCreate
+         * @description The fields of its ``type``, and only those: ``webhook``: ``url``, ``secret``;
+         *     ``slack``: ``url``; ``pagerduty``: ``routing_key``, ``events_url`` (optional);
+         *     ``email``: ``to``.
+         */
+        AlertChannelCreate: {
+            /**
+             * Events Url
+             * @description pagerduty: the Events API v2 endpoint (default https://events.pagerduty.com/v2/enqueue).
+             */
+            events_url?: string | null;
+            /**
+             * Routing Key
+             * @description pagerduty: the Events API v2 integration key; write-only.
+             */
+            routing_key?: string | null;
+            /**
+             * Secret
+             * @description webhook: a Standard Webhooks secret, whsec_ + base64 of 24 to 64 bytes; write-only.
+             */
+            secret?: string | null;
+            /**
+             * To
+             * @description email: the address notifications go to.
+             */
+            to?: string | null;
+            type: components["schemas"]["AlertChannelType"];
+            /**
+             * Url
+             * @description webhook, slack: where notifications are POSTed (the SSRF rules apply).
+             */
+            url?: string | null;
+        };
+        /** AlertChannelRead */
+        AlertChannelRead: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Events Url */
+            events_url: string | null;
+            /**
+             * Failing Since
+             * @description Notifications have failed since; null: the last one went out.
+             */
+            failing_since: string | null;
+            /** Id */
+            id: string;
+            /**
+             * Last Error
+             * @description Why the latest notification failed.
+             */
+            last_error: string | null;
+            /** Last Sent At */
+            last_sent_at: string | null;
+            /**
+             * Routing Key
+             * @description Reads as '********' when set.
+             */
+            routing_key: string | null;
+            /**
+             * Secret
+             * @description Reads as '********' when set.
+             */
+            secret: string | null;
+            /** To */
+            to: string | null;
+            type: components["schemas"]["AlertChannelType"];
+            /**
+             * Url
+             * @description A Slack URL reads with its path masked.
+             */
+            url: string | null;
+        };
+        /** AlertChannelTestResult */
+        AlertChannelTestResult: {
+            /**
+             * Error
+             * @description Why it was not sent (a status, an error's kind).
+             */
+            error: string | null;
+            /** Sent */
+            sent: boolean;
+        };
+        /**
+         * AlertChannelType
+         * @enum {string}
+         */
+        AlertChannelType: "webhook" | "slack" | "pagerduty" | "email";
         /** ApiKeyRead */
         ApiKeyRead: {
             /** Header */
@@ -782,6 +1033,82 @@ export interface components {
          * @enum {string}
          */
         BodyEncoding: "utf8" | "base64";
+        /** BreakerRead */
+        BreakerRead: {
+            /** Consecutive */
+            consecutive: number;
+            /** Cooldown S */
+            cooldown_s: number;
+            /** Disable After S */
+            disable_after_s: number;
+            /** Failure Pct */
+            failure_pct: number;
+            /** Max Cooldown S */
+            max_cooldown_s: number;
+            /** Min Attempts */
+            min_attempts: number;
+            /**
+             * Next Probe At
+             * @description When the next probe goes out.
+             */
+            next_probe_at: string | null;
+            /**
+             * Opened At
+             * @description When it opened (the current streak).
+             */
+            opened_at: string | null;
+            /** @description Written by hookbay: closed, open or half_open. */
+            state: components["schemas"]["BreakerState"];
+            /** Window S */
+            window_s: number;
+        };
+        /**
+         * BreakerState
+         * @enum {string}
+         */
+        BreakerState: "closed" | "open" | "half_open";
+        /**
+         * BreakerWrite
+         * @description The breaker's thresholds (docs/owners/alerts.md); a field not sent keeps its value (the
+         *     default at first). Its state is hookbay's: sending it is a 422.
+         */
+        BreakerWrite: {
+            /**
+             * Consecutive
+             * @description Failures in a row that open it (20).
+             */
+            consecutive?: number | null;
+            /**
+             * Cooldown S
+             * @description Wait before the first probe (30); doubles.
+             */
+            cooldown_s?: number | null;
+            /**
+             * Disable After S
+             * @description Open this long: disabled, reason sustained_failure (259200: 72 h).
+             */
+            disable_after_s?: number | null;
+            /**
+             * Failure Pct
+             * @description Share of failed attempts that opens it (70).
+             */
+            failure_pct?: number | null;
+            /**
+             * Max Cooldown S
+             * @description The longest wait between probes (1800).
+             */
+            max_cooldown_s?: number | null;
+            /**
+             * Min Attempts
+             * @description Attempts in the window before the share counts (10).
+             */
+            min_attempts?: number | null;
+            /**
+             * Window S
+             * @description Sliding window (120).
+             */
+            window_s?: number | null;
+        };
         /** BucketRead */
         BucketRead: {
             label: components["schemas"]["BucketSize"];
@@ -853,6 +1180,8 @@ export interface components {
         DeliveryStatus: "filtered" | "deduplicated" | "transform_failed" | "held" | "scheduled" | "delivering" | "success" | "failed";
         /** DestinationCreate */
         DestinationCreate: {
+            /** @description The breaker's thresholds. */
+            breaker?: components["schemas"]["BreakerWrite"] | null;
             /**
              * Headers
              * @description Extra request headers sent with every delivery, at most 20; names are case-insensitive (stored lower-case). Values are write-only (read as '********'); on PATCH the map replaces the stored one, and a value sent as '********' keeps the stored value of that name.
@@ -892,6 +1221,7 @@ export interface components {
         };
         /** DestinationRead */
         DestinationRead: {
+            breaker: components["schemas"]["BreakerRead"];
             /**
              * Created At
              * Format: date-time
@@ -944,6 +1274,8 @@ export interface components {
          *     ``max_concurrency`` cannot be null. The state changes only by pause and resume.
          */
         DestinationUpdate: {
+            /** @description The breaker's thresholds. */
+            breaker?: components["schemas"]["BreakerWrite"] | null;
             /**
              * Headers
              * @description Extra request headers sent with every delivery, at most 20; names are case-insensitive (stored lower-case). Values are write-only (read as '********'); on PATCH the map replaces the stored one, and a value sent as '********' keeps the stored value of that name.
@@ -1279,6 +1611,66 @@ export interface components {
          * @enum {string}
          */
         InvalidReason: "missing_signature" | "bad_signature" | "timestamp_out_of_tolerance" | "unsupported_version";
+        /** IssueRead */
+        IssueRead: {
+            /**
+             * Count
+             * @description Occurrences since it was first seen.
+             */
+            count: number;
+            /**
+             * Destination
+             * @description The destination it is about (delivery, disabled, backlog).
+             */
+            destination: string | null;
+            /**
+             * First Seen At
+             * Format: date-time
+             */
+            first_seen_at: string;
+            /** Id */
+            id: string;
+            /**
+             * Last Seen At
+             * Format: date-time
+             */
+            last_seen_at: string;
+            /**
+             * Opened At
+             * Format: date-time
+             * @description When it was opened, or last reopened.
+             */
+            opened_at: string;
+            /**
+             * Reason
+             * @description What happened last: breaker, final_failure, gone, sustained_failure, ...
+             */
+            reason: string | null;
+            /** Resolved At */
+            resolved_at: string | null;
+            /**
+             * Sample Event Id
+             * @description An event it happened to (the latest).
+             */
+            sample_event_id: string | null;
+            status: components["schemas"]["IssueStatus"];
+            /**
+             * Transformation
+             * @description The transformation it is about.
+             */
+            transformation: string | null;
+            type: components["schemas"]["IssueType"];
+        };
+        /**
+         * IssueStatus
+         * @enum {string}
+         */
+        IssueStatus: "open" | "acknowledged" | "resolved" | "ignored";
+        /**
+         * IssueType
+         * @enum {string}
+         */
+        IssueType: "delivery" | "disabled" | "backlog" | "transformation";
         /** LatencyBin */
         LatencyBin: {
             /** Count */
@@ -2613,6 +3005,594 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UserRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    list_alert_channels_api_v1_alert_channels_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertChannelRead"][];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    create_alert_channel_api_v1_alert_channels_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertChannelCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertChannelRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    get_alert_channel_api_v1_alert_channels__channel_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertChannelRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    delete_alert_channel_api_v1_alert_channels__channel_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    test_alert_channel_api_v1_alert_channels__channel_id__test_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertChannelTestResult"];
                 };
             };
             /** @description Invalid request (bad parameter, cursor or value) */
@@ -4151,6 +5131,596 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReplayAccepted"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    list_issues_api_v1_issues_get: {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["IssueStatus"] | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssueRead"][];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    get_issue_api_v1_issues__issue_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                issue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssueRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    acknowledge_issue_api_v1_issues__issue_id__acknowledge_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                issue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssueRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    ignore_issue_api_v1_issues__issue_id__ignore_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                issue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssueRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    resolve_issue_api_v1_issues__issue_id__resolve_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                issue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssueRead"];
                 };
             };
             /** @description Invalid request (bad parameter, cursor or value) */

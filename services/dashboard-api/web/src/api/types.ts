@@ -33,3 +33,13 @@ export type StatsWindow = S["StatsWindow"];
 export type LatencyStats = S["LatencyStats"];
 
 export type ReplayPreview = S["ReplayPreview"];
+
+export type Destination = S["DestinationRead"];
+export type DestinationCreate = S["DestinationCreate"];
+export type DestinationUpdate = S["DestinationUpdate"];
+export type DestinationState = S["DestinationState"];
+export type Route = S["RouteRead"];
+export type RouteCreate = S["RouteCreate"];
+export type RouteDraft = S["RouteDraft"];
+export type DryRunResult = S["DryRunResult"];
+export type DryRunEvent = S["DryRunEvent"];

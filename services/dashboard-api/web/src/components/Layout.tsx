@@ -69,6 +69,7 @@ export function Layout() {
   const nav = [
     { to: "/", label: "Overview" },
     { to: "/webhooks", label: "Webhooks" },
+    { to: "/destinations", label: "Destinations" },
     { to: "/tokens", label: "API tokens" },
     ...(me?.role === "admin" ? [{ to: "/admin", label: "Admin" }] : []),
   ] as const;

@@ -317,6 +317,13 @@ export function Events() {
         </span>
         <div className="ml-auto flex gap-2">
           <Link
+            to="/webhooks/$name/routes"
+            params={{ name }}
+            className="rounded border border-line bg-panel px-3 py-1.5 text-sm text-fg no-underline hover:bg-hover"
+          >
+            Routes
+          </Link>
+          <Link
             to="/webhooks/$name/replay"
             params={{ name }}
             className="rounded border border-line bg-panel px-3 py-1.5 text-sm text-fg no-underline hover:bg-hover"

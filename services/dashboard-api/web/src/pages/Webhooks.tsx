@@ -234,6 +234,13 @@ function WebhookRow({ hook, onSecret }: { hook: Webhook; onSecret: (secret: stri
         <Button onClick={() => action.mutate(hook.active ? "deactivate" : "activate")}>
           {hook.active ? "Deactivate" : "Activate"}
         </Button>
+        <Link
+          to="/webhooks/$name/routes"
+          params={{ name: hook.name }}
+          className="rounded border border-line bg-panel px-3 py-1.5 text-sm text-fg no-underline hover:bg-hover"
+        >
+          Routes
+        </Link>
         <Button onClick={() => setVerifying(!verifying)} aria-expanded={verifying}>
           Verification
         </Button>

@@ -3,9 +3,21 @@
 ``Lanes`` (``lanes``) takes the delivery tasks one consumer reads and runs each destination's in
 its own ``Lane``: its concurrency, rate (``bucket``) and state (``config``), holding what it
 cannot take in the hold store (``hookbay_common.db.HoldRepository``) and draining it in order.
-Time comes from an injected ``Clock`` (``clock``). docs/architecture.md, "Delivery lanes".
+Time comes from an injected ``Clock`` (``clock``). ``breaker``: a destination's circuit breaker,
+whose transitions tell the caller to pause, resume or disable the destination. docs/architecture.md, "Delivery lanes".
 """
 
+from hookbay_forwarder.gateway.breaker import (
+    Action,
+    Breaker,
+    Breakers,
+    BreakerSettings,
+    BreakerState,
+    Permit,
+    Transition,
+    TransitionKind,
+    classify,
+)
 from hookbay_forwarder.gateway.bucket import Rate, RatePeriod, TokenBucket
 from hookbay_forwarder.gateway.clock import Clock, ManualClock, SystemClock
 from hookbay_forwarder.gateway.config import (
@@ -27,6 +39,11 @@ from hookbay_forwarder.gateway.lanes import (
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "MAX_CONCURRENCY",
+    "Action",
+    "Breaker",
+    "BreakerSettings",
+    "BreakerState",
+    "Breakers",
     "Clock",
     "ConfigOf",
     "Deliver",
@@ -38,8 +55,12 @@ __all__ = [
     "LaneSnapshot",
     "Lanes",
     "ManualClock",
+    "Permit",
     "Rate",
     "RatePeriod",
     "SystemClock",
     "TokenBucket",
+    "Transition",
+    "TransitionKind",
+    "classify",
 ]

@@ -1,0 +1,55 @@
+"""The worker process alone, without the pool's deadline around it."""
+
+from __future__ import annotations
+
+import io
+import signal
+import subprocess
+import sys
+
+from hookbay_forwarder.transform import Limits, protocol
+from hookbay_forwarder.transform.pool import worker_env
+
+ESCAPES_THE_INTERRUPT = (
+    "addHandler('transform', (r) => { for(;;){ try { const a = [];"
+    " for(;;) a.push(new Array(1e6).fill(1)) } catch (e) {} } })"
+)
+
+
+def run_worker(frame: bytes, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    argv = [sys.executable, "-m", "hookbay_forwarder.transform.worker"]
+    argv += ["--address-space", str(512 * 1024 * 1024)]
+    return subprocess.run(
+        argv, input=frame, capture_output=True, env=worker_env(), timeout=timeout, check=False
+    )
+
+
+class TestWorker:
+    def test_answers_a_call_and_exits_at_the_end_of_its_input(self) -> None:
+        code = b"addHandler('transform', (r) => { r.path = '/x'; return r })"
+        request = b'{"headers":{},"body":1,"query":"","path":"/"}'
+        frame = protocol.encode({"op": "run", "limits": Limits().to_wire()}, (code, request, b"{}"))
+
+        done = run_worker(frame, timeout=60)
+
+        assert done.returncode == 0
+        assert done.stderr == b""
+        stream = io.BytesIO(done.stdout)
+        assert protocol.read_blocking(stream)[0]["op"] == "ready"
+        header, parts = protocol.read_blocking(stream)
+        assert header["ok"] is True
+        assert parts == [b'{"headers":{},"query":"","path":"/x"}', b"1"]
+
+    def test_the_cpu_rlimit_ends_a_call_nothing_else_stops(self) -> None:
+        # no pool, so no deadline: the engine's interrupt is too rarely polled for this code,
+        # and the CPU rlimit armed for the call (its budget + margin + 2 s) kills the process
+        limits = Limits(cpu_s=0.2, margin_s=0.1)
+        request = b'{"headers":{},"body":1,"query":"","path":"/"}'
+        frame = protocol.encode(
+            {"op": "run", "limits": limits.to_wire()},
+            (ESCAPES_THE_INTERRUPT.encode(), request, b"{}"),
+        )
+
+        done = run_worker(frame, timeout=120)
+
+        assert done.returncode == -signal.SIGXCPU

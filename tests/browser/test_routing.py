@@ -1,0 +1,280 @@
+"""Destinations and a webhook's routes in the dashboard, against the real stack: a destination
+created, listed, paused and resumed, its refused fields shown beside them, a write-only header
+kept; a route's filter checked while it is typed (the syntax here, its meaning by the server),
+its dry run judging real stored events; order, enable / disable, delete; another owner's
+destination and routes are a not-found page."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from playwright.async_api import Page, expect
+
+from tests.browser.conftest import Owner, Session, Stack
+
+ACCESSIBLE_INVALID = "true"
+
+
+async def destination(owner: Owner, name: str, url: str, **fields: Any) -> dict[str, Any]:
+    response = await owner.api.post(
+        "/api/v1/destinations", json={"name": name, "url": url, **fields}
+    )
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def route(owner: Owner, webhook: str, name: str, dest: str, **fields: Any) -> dict[str, Any]:
+    body = {"name": name, "destination": dest, **fields}
+    response = await owner.api.post(f"/api/v1/webhooks/{webhook}/routes", json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def read(owner: Owner, path: str) -> Any:
+    response = await owner.api.get(path)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def row(page: Page, name: str) -> Any:
+    return page.get_by_role("row").filter(has=page.get_by_role("cell", name=name, exact=True))
+
+
+class TestDestinations:
+    async def test_a_destination_is_created_listed_paused_and_resumed(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        page = session.page
+        await session.login(owner, "/destinations")
+        await expect(page.get_by_text("No destinations yet")).to_be_visible()
+
+        form = page.get_by_role("form", name="New destination")
+        await form.get_by_label("Name", exact=True).fill("billing")
+        await form.get_by_label("URL", exact=True).fill(stack.receiver.url())
+        await form.get_by_label("Max concurrency").fill("1")
+        await form.get_by_label("Rate limit (requests; empty: no limit)").fill("5")
+        await form.get_by_label("Per", exact=True).select_option("minute")
+        await form.get_by_label("Retry schedule").fill("0, 10s, 1m")
+        await form.get_by_role("button", name="Add header").click()
+        await form.get_by_label("Header 1 name").fill("Authorization")
+        await form.get_by_label("Header 1 value").fill("Bearer s3cret")
+        await form.get_by_role("button", name="Create destination").click()
+
+        listed = row(page, "billing")
+        await expect(listed.get_by_test_id("destination-state")).to_have_text(re.compile("Active"))
+        await expect(listed).to_contain_text("5 / minute")
+        await expect(listed).to_contain_text("1 (in order)")
+        stored = await read(owner, "/api/v1/destinations/billing")
+        assert stored["headers"] == {"authorization": "********"}
+        assert stored["retry_schedule"] == ["0", "10s", "1m"]
+        assert (stored["rate_limit"], stored["max_concurrency"]) == (
+            {"count": 5, "period": "minute"}, 1,
+        )  # fmt: skip
+
+        await listed.get_by_role("button", name="Pause billing").click()
+        dialog = page.get_by_role("dialog", name="Pause billing?")
+        await expect(dialog).to_contain_text("held, never discarded")
+        await dialog.get_by_role("button", name="Pause destination").click()
+        await expect(listed.get_by_test_id("destination-state")).to_have_text(
+            re.compile(r"Paused.*paused by you")
+        )
+        stored = await read(owner, "/api/v1/destinations/billing")
+        assert (stored["state"], stored["state_reason"]) == ("paused", "manual")
+
+        await listed.get_by_role("button", name="Resume billing").click()
+        await (
+            page.get_by_role("dialog", name="Resume billing?")
+            .get_by_role("button", name="Resume destination")
+            .click()
+        )
+        await expect(listed.get_by_test_id("destination-state")).to_have_text(re.compile("Active"))
+        stored = await read(owner, "/api/v1/destinations/billing")
+        assert (stored["state"], stored["state_reason"]) == ("active", None)
+
+    async def test_a_refused_url_is_shown_beside_its_field(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        page = session.page
+        await session.login(owner, "/destinations")
+        form = page.get_by_role("form", name="New destination")
+        await form.get_by_label("Name", exact=True).fill("legacy")
+        url = form.get_by_label("URL", exact=True)
+        await url.fill("ftp://files.example.com/drop")
+        await form.get_by_role("button", name="Create destination").click()
+
+        await expect(url).to_have_attribute("aria-invalid", ACCESSIBLE_INVALID)
+        await expect(url).to_have_accessible_description(re.compile("http:// or https://"))
+        await expect(form.get_by_role("alert")).to_have_text("Not saved: see the fields marked.")
+        await expect(form.get_by_label("Timeout (seconds)")).to_have_attribute(
+            "aria-invalid", "false"
+        )
+        assert await read(owner, "/api/v1/destinations") == []
+
+    async def test_an_edit_sends_a_write_only_header_back_masked(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        await destination(
+            owner, "analytics", stack.receiver.url(), headers={"x-api-key": "k-123"}, timeout_s=10
+        )
+        page = session.page
+        await session.login(owner, "/destinations/analytics")
+        form = page.get_by_role("form", name="Settings of analytics")
+        await expect(form.get_by_label("Header 1 name")).to_have_value("x-api-key")
+        await expect(form.get_by_label("Header 1 value")).to_have_value("********")
+        await form.get_by_label("Timeout (seconds)").fill("30")
+        async with page.expect_request(
+            lambda r: r.method == "PATCH" and r.url.endswith("/api/v1/destinations/analytics")
+        ) as sent:
+            await form.get_by_role("button", name="Save destination").click()
+        body = json.loads((await sent.value).post_data or "{}")
+        assert (body["timeout_s"], body["headers"]) == (30, {"x-api-key": "********"})
+        await expect(page.get_by_role("definition").filter(has_text="30 s")).to_be_visible()
+        stored = await read(owner, "/api/v1/destinations/analytics")
+        assert (stored["timeout_s"], stored["headers"]) == (30, {"x-api-key": "********"})
+
+    async def test_deleting_a_destination_in_use_names_its_routes(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        await destination(owner, "erp", stack.receiver.url())
+        await route(owner, hook["name"], "orders-to-erp", "erp")
+        page = session.page
+        await session.login(owner, "/destinations")
+        await row(page, "erp").get_by_role("button", name="Delete erp").click()
+        dialog = page.get_by_role("dialog", name="Delete erp?")
+        await dialog.get_by_role("button", name="Delete destination").click()
+        await expect(dialog.get_by_role("alert")).to_contain_text("In use by routes")
+        link = dialog.get_by_role("link", name=f"{hook['name']} / orders-to-erp")
+        await expect(link).to_have_attribute("href", f"/webhooks/{hook['name']}/routes")
+        await expect(dialog.get_by_role("button", name="Delete destination")).to_be_disabled()
+        assert [d["name"] for d in await read(owner, "/api/v1/destinations")] == ["erp"]
+
+    async def test_another_owners_destination_and_routes_are_not_found(
+        self, stack: Stack, session: Session
+    ) -> None:
+        alice = await stack.owner()
+        hook = await stack.webhook(alice)
+        await destination(alice, "private-dest", stack.receiver.url())
+        await route(alice, hook["name"], "secret-route", "private-dest")
+        mallory = await stack.owner()
+        page = session.page
+        await session.login(mallory, "/destinations/private-dest")
+        await expect(page.get_by_role("heading", name="Page not found")).to_be_visible()
+        await page.goto(f"/webhooks/{hook['name']}/routes")
+        await expect(page.get_by_role("heading", name="Page not found")).to_be_visible()
+        await expect(page.get_by_text("secret-route")).to_have_count(0)
+        await page.goto("/destinations")
+        await expect(page.get_by_text("No destinations yet")).to_be_visible()
+        await expect(page.get_by_text("private-dest")).to_have_count(0)
+
+
+class TestRoutes:
+    async def test_a_filtered_route_is_checked_as_typed_and_dry_run_on_stored_events(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        await destination(owner, "billing", stack.receiver.url())
+        paid = await stack.send(hook, b'{"type": "invoice.paid", "amount": 1200}')
+        refunded = await stack.send(hook, b'{"type": "charge.refunded", "amount": 50}')
+        paid_event = await stack.event(paid)
+        await stack.event(refunded)
+        page = session.page
+        name = hook["name"]
+        await session.login(owner, f"/webhooks/{name}/routes")
+        await expect(page.get_by_text("No routes yet.")).to_be_visible()
+        await page.get_by_role("button", name="New route").click()
+        form = page.get_by_role("form", name="New route")
+        await form.get_by_label("Name", exact=True).fill("invoices")
+        editor = form.get_by_label("Filter (JSON)")
+        status = form.get_by_test_id("filter-status")
+
+        # typed key by key: the syntax is judged locally while it is incomplete...
+        await editor.press_sequentially('{"body": {"type": {"$startWith"')
+        await expect(status).to_contain_text("JSON syntax")
+        await expect(editor).to_have_attribute("aria-invalid", "true")
+        # ...and once it parses, the server judges the operator (a dry run of the unsaved route)
+        await editor.press_sequentially(': "invoice."}}}')
+        await expect(status).to_contain_text("/body/type/$startWith")
+        await expect(status).to_contain_text("unknown operator $startWith")
+        await expect(editor).to_have_accessible_description(re.compile(r"\$startWith"))
+
+        await editor.fill('{"body": {"type": {"$startsWith": "invoice."}}}')
+        await expect(status).to_have_text(re.compile("The filter is valid"))
+        await expect(editor).to_have_attribute("aria-invalid", "false")
+        panel = form.get_by_role("region", name="Dry run")
+        await expect(panel.get_by_test_id("dry-run-summary")).to_have_text(
+            re.compile("^1 of 2 matched")
+        )
+        matched = panel.get_by_role("row").filter(has_text=paid)
+        await expect(matched).to_contain_text("Matched")
+        not_matched = panel.get_by_role("row").filter(has_text=refunded)
+        await expect(not_matched).to_contain_text("Not matched")
+        await expect(not_matched).to_contain_text(
+            'body.type: "charge.refunded" is not $startsWith "invoice." (filter /body/type/$startsWith)'
+        )
+        await expect(matched.get_by_role("link", name=paid)).to_have_attribute(
+            "href", f"/events/{paid_event.id}"
+        )
+
+        await form.get_by_role("button", name="Create route").click()
+        listed = row(page, "invoices")
+        await expect(listed).to_contain_text("billing")
+        await expect(listed).to_contain_text("Enabled")
+        await expect(listed).to_contain_text('{"body":{"type":{"$startsWith":"invoice."}}}')
+        (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert (saved["name"], saved["destination"], saved["enabled"]) == (
+            "invoices",
+            "billing",
+            True,
+        )
+        assert saved["filter"] == {"body": {"type": {"$startsWith": "invoice."}}}
+
+        # a dry-run row leads to its event
+        await listed.get_by_role("button", name="Edit invoices").click()
+        edit = page.get_by_role("form", name="Edit route invoices")
+        await edit.get_by_role("region", name="Dry run").get_by_role("link", name=paid).click()
+        await page.wait_for_url(f"**/events/{paid_event.id}")
+        await expect(page.get_by_text(paid).first).to_be_visible()
+
+    async def test_routes_are_moved_disabled_and_deleted(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        name = hook["name"]
+        await destination(owner, "sink", stack.receiver.url())
+        for route_name in ("first", "second", "third"):
+            await route(owner, name, route_name, "sink")
+        page = session.page
+        await session.login(owner, f"/webhooks/{name}/routes")
+
+        async def order() -> list[str]:
+            return [r["name"] for r in await read(owner, f"/api/v1/webhooks/{name}/routes")]
+
+        await row(page, "third").get_by_role("button", name="Move third up").click()
+        await expect(row(page, "third").get_by_role("cell").first).to_have_text("2")
+        assert await order() == ["first", "third", "second"]
+        await expect(page.get_by_role("button", name="Move first up")).to_be_disabled()
+
+        await row(page, "first").get_by_role("button", name="Disable first").click()
+        await expect(row(page, "first")).to_contain_text("Disabled")
+        routes = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert [r["enabled"] for r in routes] == [False, True, True]
+
+        await row(page, "second").get_by_role("button", name="Delete second").click()
+        await (
+            page.get_by_role("dialog", name="Delete route second?")
+            .get_by_role("button", name="Delete route")
+            .click()
+        )
+        await expect(row(page, "second")).to_have_count(0)
+        assert await order() == ["first", "third"]
