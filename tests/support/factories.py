@@ -3,6 +3,7 @@
 from hookbay_dev.factories import (
     TEST_SECRET_KEY,
     create_attempt,
+    create_delivery,
     create_destination,
     create_destination_task,
     create_event,
@@ -15,6 +16,7 @@ from hookbay_dev.factories import (
 __all__ = [
     "TEST_SECRET_KEY",
     "create_attempt",
+    "create_delivery",
     "create_destination",
     "create_destination_task",
     "create_event",

@@ -6,23 +6,32 @@ from datetime import UTC, datetime
 import msgpack
 import pytest
 
-from hookbay_common.models import AttemptTrigger, DeliveryTask, RejectedReason
+from hookbay_common.models import AttemptTrigger, DeliveryStatus, DeliveryTask, RejectedReason
 from hookbay_common.routing.tasks import delivery_id
 from hookbay_common.topics import MAX_MESSAGE_BYTES
 from hookbay_common.wire import (
     WireError,
     decode_attempt,
+    decode_attempts_record,
+    decode_delivery,
     decode_destination_task,
     decode_event,
     decode_task,
     encode_attempt,
+    encode_delivery,
     encode_destination_task,
     encode_event,
     encode_task,
+    is_delivery_record,
     max_event_bytes,
     peek_destination_task,
 )
-from tests.support.factories import create_attempt, create_destination_task, create_event
+from tests.support.factories import (
+    create_attempt,
+    create_delivery,
+    create_destination_task,
+    create_event,
+)
 
 BODIES = {
     "json": b'{"id": 1, "name": "caf\xc3\xa9"}',
@@ -88,6 +97,72 @@ class TestAttemptWire:
     def test_event_is_not_an_attempt(self) -> None:
         with pytest.raises(WireError, match="not a attempt/1 message"):
             decode_attempt(encode_event(create_event()))
+
+    def test_a_forward_url_attempt_keeps_its_old_shape(self) -> None:
+        """Without a delivery, the routing fields are left out: recorders and stats processors
+        of earlier versions (whose model forbids unknown fields) read it as before."""
+        fields = msgpack.unpackb(encode_attempt(create_attempt(create_event())))
+        assert not {"delivery_id", "route", "destination"} & fields.keys()
+
+    def test_an_old_attempt_decodes_without_routing_fields(self) -> None:
+        attempt = create_attempt(create_event(), started_at=datetime(2026, 1, 2, tzinfo=UTC))
+        fields = attempt.model_dump(mode="python", exclude={"delivery_id", "route", "destination"})
+        fields["started_at"] = 1767312000000
+        old = msgpack.packb({"schema": "attempt/1", **fields}, use_bin_type=True)
+        decoded = decode_attempt(old)
+        assert decoded == attempt
+        assert (decoded.delivery_id, decoded.route, decoded.destination) == (None, None, None)
+
+    def test_round_trip_of_a_routed_attempt(self) -> None:
+        event = create_event()
+        attempt = create_attempt(
+            event, delivery_id=delivery_id(event.id, "rte_1"), route="billing",
+            destination="billing-api", started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        )  # fmt: skip
+        assert decode_attempt(encode_attempt(attempt)) == attempt
+        assert decode_attempts_record(encode_attempt(attempt)) == attempt
+
+
+class TestDeliveryWire:
+    @pytest.mark.parametrize("status", list(DeliveryStatus))
+    def test_round_trip(self, status: DeliveryStatus) -> None:
+        delivery = create_delivery(
+            create_event(), status=status, reason="paused" if status == "held" else None,
+            at=datetime(2026, 11, 21, 1, 2, 3, 4000, tzinfo=UTC),
+        )  # fmt: skip
+        encoded = encode_delivery(delivery)
+        assert decode_delivery(encoded) == delivery
+        assert decode_attempts_record(encoded) == delivery
+        assert is_delivery_record(encoded)
+
+    def test_compact_and_reason_left_out_when_none(self) -> None:
+        encoded = encode_delivery(create_delivery(create_event()))
+        fields = msgpack.unpackb(encoded)
+        assert "reason" not in fields
+        assert fields["schema"] == "delivery/1"
+        assert len(encoded) < 256
+
+    def test_an_attempt_is_not_a_delivery_record(self) -> None:
+        attempt = encode_attempt(create_attempt(create_event()))
+        assert not is_delivery_record(attempt)
+        assert not is_delivery_record(encode_event(create_event()))
+        with pytest.raises(WireError, match="not a delivery/1 message"):
+            decode_delivery(attempt)
+
+    @pytest.mark.parametrize(
+        "change",
+        [{"status": "lost"}, {"delivery_id": ""}, {"at": "yesterday"}, {"route": None}],
+    )
+    def test_invalid_fields_are_refused(self, change: dict[str, object]) -> None:
+        fields = msgpack.unpackb(encode_delivery(create_delivery(create_event())))
+        with pytest.raises(WireError, match="invalid delivery/1 message"):
+            decode_delivery(msgpack.packb({**fields, **change}))
+
+    def test_other_schemas_on_the_attempts_topic_are_refused(self) -> None:
+        with pytest.raises(WireError, match="not a attempt/1 or delivery/1 message"):
+            decode_attempts_record(encode_event(create_event()))
+        with pytest.raises(WireError, match="not a msgpack message"):
+            decode_attempts_record(b"\xc1")
 
 
 class TestTaskWire:

@@ -16,12 +16,13 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from hookbay_common.clock import isoformat, utcnow
-from hookbay_common.db.events import PAGE_SIZE, EventCursor
+from hookbay_common.db.events import PAGE_SIZE, EventCursor, record_batch
 from hookbay_common.db.stats import HOUR, Bucket, Counts
 from hookbay_common.errors import InvalidCursor
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import (
     AttemptTrigger,
+    DeliveryStatus,
     Event,
     EventStatus,
     EventVerification,
@@ -38,7 +39,12 @@ from hookbay_dashboard.events.cursor import cursor_key, decode_cursor, encode_cu
 from hookbay_dashboard.events.schemas import StatusFilter
 from hookbay_dashboard.settings import DashboardSettings
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
-from tests.support.factories import create_attempt, create_event, create_webhook
+from tests.support.factories import (
+    create_attempt,
+    create_delivery,
+    create_event,
+    create_webhook,
+)
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SUMMARY_FIELDS = {
@@ -550,7 +556,7 @@ class TestDetail:
             "request_body_encoding": "base64", "content_type": "application/octet-stream",
             "signature_valid": None, "created_at": isoformat(event.created_at),
             "status": "success", "rejected_reason": None, "forward_url": "http://127.0.0.1:9/in",
-            "verification": None, "handshake": None,
+            "verification": None, "handshake": None, "deliveries": [],
         }  # fmt: skip
         assert [a["id"] for a in attempts] == [failed.id, retried.id]
         first, second = attempts
@@ -567,6 +573,50 @@ class TestDetail:
         assert (second["response_body"], second["response_body_encoding"]) == ("gG9r", "base64")
         assert second["response_body_truncated"] is True
 
+    async def test_deliveries_with_their_own_attempts(self, dashboard: Dashboard) -> None:
+        """A routed event: one delivery per route, each with its status, reason and attempts
+        (oldest first); ``attempts`` still lists every attempt."""
+        owner = await dashboard.owner()
+        hook = await hook_of(dashboard, owner)
+        event = create_event(
+            webhook_id=hook.id, webhook_name=hook.name, username=owner.username, forward_url=None
+        )
+        events, attempts = dashboard.runtime.events, dashboard.runtime.attempts
+        await events.upsert(event)
+        at = event.created_at + timedelta(milliseconds=5)
+        billing = create_delivery(event, route="billing", status=DeliveryStatus.DELIVERING, at=at)
+        audit = create_delivery(
+            event, route="audit", status=DeliveryStatus.FILTERED, reason="/body/type: $eq", at=at
+        )
+        routed = {"delivery_id": billing.id, "route": "billing", "destination": "billing-api"}
+        failed = create_attempt(
+            event, status_code=503, will_retry=True, started_at=at, **routed,
+            next_retry_at=at + timedelta(seconds=10),
+        )  # fmt: skip
+        retried = create_attempt(
+            event, chain_id=failed.chain_id, number=2, trigger=AttemptTrigger.RETRY,
+            status_code=200, started_at=at + timedelta(seconds=10), **routed,
+        )  # fmt: skip
+        await record_batch(events, attempts, [], [failed], None, [billing, audit])
+        pending = (await owner.client.get(f"/api/v1/events/{event.id}")).json()
+        assert pending["status"] == "pending"
+        await record_batch(events, attempts, [], [retried])
+
+        body = (await owner.client.get(f"/api/v1/events/{event.id}")).json()
+        assert body["status"] == "success"
+        assert [a["id"] for a in body["attempts"]] == [failed.id, retried.id]
+        by_route = {d["route"]: d for d in body["deliveries"]}
+        assert by_route["audit"] == {
+            "id": audit.id, "route": "audit", "destination": "audit-api", "status": "filtered",
+            "reason": "/body/type: $eq", "updated_at": isoformat(at), "attempts": [],
+        }  # fmt: skip
+        delivered = by_route["billing"]
+        assert (delivered["id"], delivered["destination"]) == (billing.id, "billing-api")
+        assert (delivered["status"], delivered["reason"]) == ("success", None)
+        assert delivered["updated_at"] == isoformat(retried.started_at)
+        assert delivered["attempts"] == body["attempts"]
+        assert len(body["deliveries"]) == 2
+
     async def test_utf8_body_and_no_attempts(self, dashboard: Dashboard) -> None:
         owner = await dashboard.owner()
         hook = await hook_of(dashboard, owner)
@@ -581,8 +631,15 @@ class TestDetail:
         [event] = await store(dashboard, hook, [S])
         stub_only = create_event(username=owner.username)
         await dashboard.runtime.events.apply_attempts([create_attempt(stub_only)])
+        routed = create_event(username=owner.username, webhook_id=hook.id, forward_url=None)
+        delivered_stub = create_event(username=owner.username)
+        events, attempts = dashboard.runtime.events, dashboard.runtime.attempts
+        await events.upsert(routed)
+        deliveries = [create_delivery(routed), create_delivery(delivered_stub)]
+        await record_batch(events, attempts, [], [], None, deliveries)
         for who, event_id in [
-            (stranger, event.id), (owner, new_id(IdPrefix.EVENT)), (owner, stub_only.id)
+            (stranger, event.id), (owner, new_id(IdPrefix.EVENT)), (owner, stub_only.id),
+            (stranger, routed.id), (owner, delivered_stub.id),
         ]:  # fmt: skip
             for path in [f"/api/v1/events/{event_id}", f"/api/v1/events/{event_id}/export"]:
                 response = await who.client.get(path)

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from hookbay_common.alerts import new_secret
-from hookbay_common.models import EventStatus, IssueType
+from hookbay_common.db.events import record_batch
+from hookbay_common.models import DeliveryStatus, EventStatus, IssueType
 from tests.support.dashboard import Dashboard, Owner
-from tests.support.factories import create_event
+from tests.support.factories import create_delivery, create_event
 
 PARAMETER = re.compile(r"\{(\w+)\}")
 ADMIN_PREFIX = "/api/v1/admin/"
@@ -40,6 +41,12 @@ async def _victim(dashboard: Dashboard) -> Victim:
         status=EventStatus.FAILED, forward_url="http://127.0.0.1:9/in",
     )  # fmt: skip
     await dashboard.runtime.events.upsert(event)
+    delivery = create_delivery(  # an event with a delivery, failed as the event is
+        event, route="to-billing", destination="billing", status=DeliveryStatus.FAILED
+    )
+    await record_batch(
+        dashboard.runtime.events, dashboard.runtime.attempts, [], [], None, [delivery]
+    )
     token = (await owner.client.post("/api/v1/tokens", json={"name": "victim"})).json()
     destination = await owner.client.post(
         "/api/v1/destinations", json={"name": "billing", "url": "http://127.0.0.1:9/b"}
@@ -123,7 +130,9 @@ class TestIsolation:
         assert [(r["name"], r["destination"]) for r in routes] == [("to-billing", "billing")]
         tokens = (await victim.owner.client.get("/api/v1/tokens")).json()
         assert victim.values["token_id"] in {t["id"] for t in tokens}
-        assert await dashboard.runtime.events.get(victim.values["event_id"]) is not None
+        found = await dashboard.runtime.events.get_with_deliveries(victim.values["event_id"])
+        assert found is not None
+        assert [d.status for d in found[1]] == [DeliveryStatus.FAILED]
 
     async def test_same_names_of_another_owner_are_404_with_a_body(
         self, dashboard: Dashboard

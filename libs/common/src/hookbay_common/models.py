@@ -8,7 +8,7 @@ These are storage- and transport-neutral; ``hookbay_common.db`` maps them to Mon
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from hookbay_common.clock import epoch_ms
 from hookbay_common.ids import IdPrefix, new_id
 
 
@@ -568,8 +569,86 @@ class Event(EventHead):
         )
 
 
+class DeliveryStatus(StrEnum):
+    """Where one delivery (an event over one route to its destination) stands."""
+
+    FILTERED = "filtered"
+    """The route's filter did not match (``reason`` says why): nothing to deliver."""
+    DEDUPLICATED = "deduplicated"
+    TRANSFORM_FAILED = "transform_failed"
+    HELD = "held"
+    """Waiting in the hold store: its destination is paused or disabled (``reason``)."""
+    SCHEDULED = "scheduled"
+    """A retry waits for its time."""
+    DELIVERING = "delivering"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+    @property
+    def finished(self) -> bool:
+        return self not in _UNFINISHED
+
+
+_UNFINISHED: Final = frozenset(
+    {DeliveryStatus.HELD, DeliveryStatus.SCHEDULED, DeliveryStatus.DELIVERING}
+)
+_DELIVERY_TIE_ORDER: Final = tuple(DeliveryStatus)
+"""Among records of one delivery with the same rank and time, the later in this order wins
+(any fixed order would do: it only makes the result independent of the reading order)."""
+
+
+class Delivery(_Record):
+    """The latest known state of one delivery: ``id`` (``routing.tasks.delivery_id``) of event
+    ``event_id`` over the route named ``route`` to the destination named ``destination`` (names,
+    as the API shows them, recorded when the event was routed), ``status`` since ``at``.
+
+    Records of one delivery arrive in any order and any number of times; ``supersedes`` decides
+    which one stands: a finished status over an unfinished one whatever their times, else the
+    later ``at``."""
+
+    id: str
+    event_id: str
+    webhook_id: str
+    username: str
+    route: str
+    destination: str
+    status: DeliveryStatus
+    reason: str | None = None
+    at: datetime
+
+    @property
+    def precedence(self) -> tuple[int, int, int]:
+        """Finished or not, then ``at`` to the millisecond (what the wire and the store keep),
+        then the status's place in ``DeliveryStatus``."""
+        return (
+            int(self.status.finished), epoch_ms(self.at), _DELIVERY_TIE_ORDER.index(self.status)
+        )  # fmt: skip
+
+    def supersedes(self, other: Delivery) -> bool:
+        """Whether this record replaces ``other`` (of the same delivery)."""
+        return self.precedence > other.precedence
+
+
+def event_status_of(deliveries: Iterable[Delivery]) -> EventStatus:
+    """An event's status from its deliveries: any failed → failed; else any unfinished (held,
+    scheduled, delivering) → pending; else success (also when every route filtered it out or
+    none matched). ``transform_failed`` counts as failed, ``deduplicated`` and ``filtered`` as
+    finished without delivery."""
+    statuses = {d.status for d in deliveries}
+    if statuses & {DeliveryStatus.FAILED, DeliveryStatus.TRANSFORM_FAILED}:
+        return EventStatus.FAILED
+    if statuses & _UNFINISHED:
+        return EventStatus.PENDING
+    return EventStatus.SUCCESS
+
+
 class Attempt(_Record):
-    """One forward attempt of an event; attempts of one chain share ``chain_id``."""
+    """One forward attempt of an event; attempts of one chain share ``chain_id``.
+
+    An attempt of a routed delivery carries its ``delivery_id``, ``route`` and
+    ``destination`` (names); it then moves that delivery's status (``as_delivery``), and the
+    event's status follows its deliveries. Without them (a webhook's ``forward_url`` path) it
+    moves the event's status itself, as it always did."""
 
     id: str
     event_id: str
@@ -588,6 +667,29 @@ class Attempt(_Record):
     error: str | None = None
     will_retry: bool = False
     next_retry_at: datetime | None = None
+    delivery_id: str | None = None
+    route: str | None = None
+    destination: str | None = None
+
+    def as_delivery(self) -> Delivery | None:
+        """What this attempt says about its delivery (``None``: not a routed attempt): a 2xx
+        succeeded, a waiting retry is scheduled, anything else failed; at its start time. A
+        ``listen`` attempt never moves a delivery."""
+        if self.delivery_id is None or self.trigger is AttemptTrigger.LISTEN:
+            return None
+        status = {
+            EventStatus.SUCCESS: DeliveryStatus.SUCCESS,
+            EventStatus.PENDING: DeliveryStatus.SCHEDULED,
+            EventStatus.FAILED: DeliveryStatus.FAILED,
+        }[self.outcome]
+        reason = None
+        if status is not DeliveryStatus.SUCCESS:
+            reason = self.error or (f"HTTP {self.status_code}" if self.status_code else None)
+        return Delivery(
+            id=self.delivery_id, event_id=self.event_id, webhook_id=self.webhook_id,
+            username=self.username, route=self.route or "", destination=self.destination or "",
+            status=status, reason=reason, at=self.started_at,
+        )  # fmt: skip
 
     @property
     def outcome(self) -> EventStatus:

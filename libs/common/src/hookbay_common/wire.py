@@ -7,11 +7,18 @@ magnitude cheaper than JSON for the envelope; the body bytes round-trip exactly.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import msgpack
 
-from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, Event
+from hookbay_common.models import (
+    Attempt,
+    AttemptTrigger,
+    Delivery,
+    DeliveryStatus,
+    DeliveryTask,
+    Event,
+)
 from hookbay_common.routing.tasks import DestinationTask
 
 EVENT_SCHEMA = "event/1"
@@ -20,6 +27,10 @@ ENVELOPE_OVERHEAD_BYTES = 16 * 1024
 ids, names, status fields, the destination URL (twice in a delivery task, at most 2,048 bytes
 each), the record key, dead-letter headers and the record batch framing."""
 ATTEMPT_SCHEMA = "attempt/1"
+_ATTEMPT_ROUTING = ("delivery_id", "route", "destination")
+"""Left out when ``None``: an attempt of the ``forward_url`` path keeps its old shape, which
+recorders and stats processors of earlier versions read."""
+DELIVERY_SCHEMA = "delivery/1"
 _OMITTED_WHEN_NONE = ("verification", "handshake")
 TASK_SCHEMA = "task/1"
 DESTINATION_TASK_SCHEMA = "destination-task/1"
@@ -122,6 +133,9 @@ def encode_attempt(attempt: Attempt) -> bytes:
     fields["started_at"] = _datetime_to_wire(attempt.started_at)
     if attempt.next_retry_at is not None:
         fields["next_retry_at"] = _datetime_to_wire(attempt.next_retry_at)
+    for optional in _ATTEMPT_ROUTING:
+        if fields[optional] is None:
+            del fields[optional]
     return _pack(ATTEMPT_SCHEMA, fields)
 
 
@@ -131,7 +145,10 @@ def peek_attempt(value: bytes) -> dict[str, Any]:
 
 
 def decode_attempt(value: bytes) -> Attempt:
-    fields = _unpack(ATTEMPT_SCHEMA, value)
+    return _attempt_from_fields(_unpack(ATTEMPT_SCHEMA, value))
+
+
+def _attempt_from_fields(fields: dict[str, Any]) -> Attempt:
     try:
         fields["started_at"] = _datetime_from_wire(fields["started_at"])
         if fields.get("next_retry_at") is not None:
@@ -139,6 +156,71 @@ def decode_attempt(value: bytes) -> Attempt:
         return Attempt.model_validate(fields)
     except (KeyError, TypeError, ValueError) as exc:
         raise WireError(f"invalid {ATTEMPT_SCHEMA} message: {exc}") from None
+
+
+def encode_delivery(delivery: Delivery) -> bytes:
+    """A delivery record (``delivery/1``) for ``Topics.attempts``, keyed by its event id like
+    the event's attempts, so one recorder writes everything that moves one event's status.
+    ``reason`` is left out when ``None``."""
+    fields: dict[str, Any] = {
+        "delivery_id": delivery.id,
+        "event_id": delivery.event_id,
+        "webhook_id": delivery.webhook_id,
+        "username": delivery.username,
+        "route": delivery.route,
+        "destination": delivery.destination,
+        "status": delivery.status.value,
+        "at": _datetime_to_wire(delivery.at),
+    }
+    if delivery.reason is not None:
+        fields["reason"] = delivery.reason
+    return _pack(DELIVERY_SCHEMA, fields)
+
+
+def decode_delivery(value: bytes) -> Delivery:
+    return _delivery_from_fields(_unpack(DELIVERY_SCHEMA, value))
+
+
+def _delivery_from_fields(fields: dict[str, Any]) -> Delivery:
+    try:
+        return Delivery(
+            id=_text(fields["delivery_id"]),
+            event_id=_text(fields["event_id"]),
+            webhook_id=_text(fields["webhook_id"]),
+            username=_text(fields["username"]),
+            route=_text(fields["route"]),
+            destination=_text(fields["destination"]),
+            status=DeliveryStatus(fields["status"]),
+            reason=fields.get("reason"),
+            at=_datetime_from_wire(fields["at"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"invalid {DELIVERY_SCHEMA} message: {exc}") from None
+
+
+def decode_attempts_record(value: bytes) -> Attempt | Delivery:
+    """A record of ``Topics.attempts``: an attempt (``attempt/1``) or a delivery record
+    (``delivery/1``), read with one unpacking."""
+    try:
+        fields = msgpack.unpackb(value, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise WireError(f"not a msgpack message: {exc}") from None
+    schema = fields.pop("schema", None) if isinstance(fields, dict) else None
+    if schema == ATTEMPT_SCHEMA:
+        return _attempt_from_fields(fields)
+    if schema == DELIVERY_SCHEMA:
+        return _delivery_from_fields(fields)
+    raise WireError(f"not a {ATTEMPT_SCHEMA} or {DELIVERY_SCHEMA} message")
+
+
+def is_delivery_record(value: bytes) -> bool:
+    """Whether a record of ``Topics.attempts`` is a delivery record, without unpacking it: its
+    map has fewer than 16 entries (a one-byte header) and the schema first, as ``_pack`` writes
+    it."""
+    return value[1 : 1 + len(_DELIVERY_PREFIX)] == _DELIVERY_PREFIX
+
+
+_DELIVERY_PREFIX: Final = _pack(DELIVERY_SCHEMA, {})[1:]
 
 
 def encode_destination_task(task: DestinationTask) -> bytes:

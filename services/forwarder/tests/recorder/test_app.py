@@ -7,10 +7,17 @@ from aiokafka import AIOKafkaProducer
 
 from hookbay_common.db import AttemptRepository, Database, EventRepository
 from hookbay_common.ids import IdPrefix, derived_id
-from hookbay_common.models import Attempt, Event, EventStatus, RejectedReason
-from hookbay_common.wire import encode_attempt, encode_event
+from hookbay_common.models import (
+    Attempt,
+    Delivery,
+    DeliveryStatus,
+    Event,
+    EventStatus,
+    RejectedReason,
+)
+from hookbay_common.wire import encode_attempt, encode_delivery, encode_event
 from hookbay_forwarder.settings import ForwarderSettings
-from tests.support.factories import create_attempt, create_event, unique_name
+from tests.support.factories import create_attempt, create_delivery, create_event, unique_name
 from tests.support.waiting import until
 
 
@@ -29,12 +36,16 @@ async def stored(db: Database, event: Event, status: EventStatus) -> Event:
 
 
 async def produce(
-    producer: AIOKafkaProducer, fs: ForwarderSettings, *records: Event | Attempt
+    producer: AIOKafkaProducer, fs: ForwarderSettings, *records: Event | Attempt | Delivery
 ) -> None:
     for record in records:
         if isinstance(record, Event):
             await producer.send_and_wait(
                 fs.topics.events, encode_event(record), key=record.username.encode()
+            )
+        elif isinstance(record, Delivery):
+            await producer.send_and_wait(
+                fs.topics.attempts, encode_delivery(record), key=record.event_id.encode()
             )
         else:
             await producer.send_and_wait(
@@ -89,6 +100,31 @@ class TestRecorder:
         await produce(producer, rec_settings, event)
         found = await stored(db, event, EventStatus.FAILED)
         assert found.body == event.body
+
+    async def test_status_follows_the_deliveries(
+        self, db: Database, producer: AIOKafkaProducer, rec_settings: ForwarderSettings
+    ) -> None:
+        """Delivery records on the attempts topic, with an attempt of one of them: stored in
+        the event's head, the event's status derived from them."""
+        event = create_event(username=unique_name("u"), forward_url=None)
+        billing = create_delivery(event, route="billing", status=DeliveryStatus.DELIVERING)
+        ignored = create_delivery(
+            event, route="audit", status=DeliveryStatus.FILTERED, reason="/body/type: $eq"
+        )
+        await produce(producer, rec_settings, event, billing, ignored)
+        await stored(db, event, EventStatus.PENDING)
+        attempt = create_attempt(
+            event, delivery_id=billing.id, route="billing", destination="billing-api",
+            status_code=200, started_at=billing.at,
+        )  # fmt: skip
+        await produce(producer, rec_settings, attempt, billing)  # a late repeat changes nothing
+        await stored(db, event, EventStatus.SUCCESS)
+        found = await EventRepository(db).get_with_deliveries(event.id)
+        assert found is not None
+        assert {d.route: d.status for d in found[1]} == {
+            "audit": DeliveryStatus.FILTERED,
+            "billing": DeliveryStatus.SUCCESS,
+        }
 
     async def test_unreadable_record_is_skipped(
         self, db: Database, producer: AIOKafkaProducer, rec_settings: ForwarderSettings

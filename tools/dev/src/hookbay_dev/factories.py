@@ -10,6 +10,8 @@ from hookbay_common.ids import IdPrefix, derived_id, new_id
 from hookbay_common.models import (
     Attempt,
     AttemptTrigger,
+    Delivery,
+    DeliveryStatus,
     Destination,
     Event,
     Role,
@@ -127,3 +129,20 @@ def create_destination_task(**overrides: Any) -> DestinationTask:
         "event": event,
     }
     return DestinationTask(**{**fields, **overrides})
+
+
+def create_delivery(event: Event, **overrides: Any) -> Delivery:
+    """The delivery of ``event`` over route ``billing`` (``route`` overrides it) to the
+    destination ``billing-api``, ``delivering`` now."""
+    route = overrides.get("route", "billing")
+    fields: dict[str, Any] = {
+        "id": delivery_id(event.id, route),
+        "event_id": event.id,
+        "webhook_id": event.webhook_id,
+        "username": event.username,
+        "route": route,
+        "destination": f"{route}-api",
+        "status": DeliveryStatus.DELIVERING,
+        "at": utcnow(),
+    }
+    return Delivery(**{**fields, **overrides})

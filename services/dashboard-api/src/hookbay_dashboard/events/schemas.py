@@ -6,6 +6,7 @@ valid UTF-8 (``*_encoding: "utf8"``), else their base64 (``"base64"``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -15,6 +16,8 @@ from hookbay_common.models import (
     Attempt,
     AttemptTrigger,
     BodyEncoding,
+    Delivery,
+    DeliveryStatus,
     Event,
     EventHead,
     EventRow,
@@ -209,14 +212,55 @@ class ListenAttemptCreate(BaseModel):
     )
 
 
-class EventDetail(EventRead):
-    """The event with its forward attempts, oldest first."""
+class DeliveryRead(BaseModel):
+    """One delivery: the event over one of its webhook's routes to that route's destination,
+    with the attempts made for it, oldest first."""
 
+    id: str
+    route: str = Field(description="The route's name when the event was routed.")
+    destination: str = Field(description="The destination's name when the event was routed.")
+    status: DeliveryStatus
+    reason: str | None = Field(
+        description="Why it was filtered, held or failed (null when there is nothing to say)."
+    )
+    updated_at: Timestamp = Field(description="When it reached this status.")
     attempts: list[AttemptRead]
 
+
+class EventDetail(EventRead):
+    """The event with its forward attempts, oldest first, and its deliveries."""
+
+    attempts: list[AttemptRead] = Field(
+        description="Every attempt, oldest first (those of deliveries too)."
+    )
+    deliveries: list[DeliveryRead] = Field(
+        description=(
+            "One per route the event went through, each with its own attempts. Empty for an "
+            "event delivered to its webhook's forward_url, whose attempts are in attempts."
+        )
+    )
+
     @classmethod
-    def with_attempts(cls, event: Event, attempts: list[Attempt]) -> EventDetail:
-        return cls(**_event_fields(event), attempts=[AttemptRead.of(a) for a in attempts])
+    def with_attempts(
+        cls, event: Event, attempts: list[Attempt], deliveries: Sequence[Delivery] = ()
+    ) -> EventDetail:
+        grouped: dict[str, list[AttemptRead]] = {d.id: [] for d in deliveries}
+        reads = []
+        for attempt in attempts:
+            read = AttemptRead.of(attempt)
+            reads.append(read)
+            if attempt.delivery_id in grouped:
+                grouped[attempt.delivery_id].append(read)
+        return cls(
+            **_event_fields(event), attempts=reads,
+            deliveries=[
+                DeliveryRead(
+                    id=d.id, route=d.route, destination=d.destination, status=d.status,
+                    reason=d.reason, updated_at=d.at, attempts=grouped[d.id],
+                )
+                for d in deliveries
+            ],
+        )  # fmt: skip
 
 
 def _event_fields(event: Event) -> dict[str, Any]:

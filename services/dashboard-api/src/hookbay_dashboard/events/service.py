@@ -165,9 +165,13 @@ class EventService:
         return _counts(await self._events.counts(webhook.id, since=since, until=until))
 
     async def detail(self, username: str, event_id: str) -> EventDetail:
-        """The event with every attempt, oldest first."""
-        event = await self._owned_event(username, event_id)
-        return EventDetail.with_attempts(event, await self._attempts.list_for_event(event.id))
+        """The event with every attempt, oldest first, and its deliveries."""
+        found = await self._events.get_with_deliveries(event_id)
+        if found is None or found[0].username != username:
+            raise EventNotFound(event_id)
+        event, deliveries = found
+        attempts = await self._attempts.list_for_event(event.id)
+        return EventDetail.with_attempts(event, attempts, deliveries)
 
     async def record_listen_attempt(
         self, username: str, event_id: str, answer: ListenAttemptCreate

@@ -1139,6 +1139,45 @@ export interface components {
             /** Error */
             error: number;
         };
+        /**
+         * DeliveryRead
+         * @description One delivery: the event over one of its webhook's routes to that route's destination,
+         *     with the attempts made for it, oldest first.
+         */
+        DeliveryRead: {
+            /** Attempts */
+            attempts: components["schemas"]["AttemptRead"][];
+            /**
+             * Destination
+             * @description The destination's name when the event was routed.
+             */
+            destination: string;
+            /** Id */
+            id: string;
+            /**
+             * Reason
+             * @description Why it was filtered, held or failed (null when there is nothing to say).
+             */
+            reason: string | null;
+            /**
+             * Route
+             * @description The route's name when the event was routed.
+             */
+            route: string;
+            status: components["schemas"]["DeliveryStatus"];
+            /**
+             * Updated At
+             * Format: date-time
+             * @description When it reached this status.
+             */
+            updated_at: string;
+        };
+        /**
+         * DeliveryStatus
+         * @description Where one delivery (an event over one route to its destination) stands.
+         * @enum {string}
+         */
+        DeliveryStatus: "filtered" | "deduplicated" | "transform_failed" | "held" | "scheduled" | "delivering" | "success" | "failed";
         /** DestinationCreate */
         DestinationCreate: {
             /** @description The breaker's thresholds. */
@@ -1330,10 +1369,13 @@ export interface components {
         };
         /**
          * EventDetail
-         * @description The event with its forward attempts, oldest first.
+         * @description The event with its forward attempts, oldest first, and its deliveries.
          */
         EventDetail: {
-            /** Attempts */
+            /**
+             * Attempts
+             * @description Every attempt, oldest first (those of deliveries too).
+             */
             attempts: components["schemas"]["AttemptRead"][];
             /** Client Ip */
             client_ip: string;
@@ -1344,6 +1386,11 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /**
+             * Deliveries
+             * @description One per route the event went through, each with its own attempts. Empty for an event delivered to its webhook's forward_url, whose attempts are in attempts.
+             */
+            deliveries: components["schemas"]["DeliveryRead"][];
             /**
              * Forward Url
              * @description The destination when the event arrived; null: nothing to deliver.

@@ -1,4 +1,4 @@
-"""The recorder's business: write one batch of events and attempts to MongoDB.
+"""The recorder's business: write one batch of events, attempts and delivery records to MongoDB.
 
 Writes are idempotent upserts (``record_batch``): a batch written again changes nothing. What
 the batches change in the page summaries is gathered in a ``PendingSummaries`` and written by
@@ -15,9 +15,9 @@ from typing import Any
 from hookbay_common.db import AttemptRepository, EventRepository
 from hookbay_common.db.events import PendingSummaries, record_batch
 from hookbay_common.logs import get_logger
-from hookbay_common.models import Attempt, Event
+from hookbay_common.models import Attempt, Delivery, Event
 from hookbay_common.topics import Topics
-from hookbay_common.wire import WireError, decode_attempt, decode_event
+from hookbay_common.wire import WireError, decode_attempts_record, decode_event
 from hookbay_forwarder.metrics import RecorderMetrics
 
 log = get_logger("hookbay.recorder")
@@ -31,16 +31,20 @@ class RecorderHandlers:
     metrics: RecorderMetrics
 
     async def record(self, records: Sequence[Any], pending: PendingSummaries) -> None:
-        """Write one batch: events, attempts, and the statuses the attempts imply; what it
-        changes in the summaries is added to ``pending``."""
+        """Write one batch: events, attempts, delivery records (on the attempts topic, keyed by
+        event id like attempts), and the statuses they imply; what it changes in the summaries
+        is added to ``pending``."""
         events: list[Event] = []
         attempts: list[Attempt] = []
+        deliveries: list[Delivery] = []
         for record in records:
             try:
                 if record.topic == self.topics.events:
                     events.append(decode_event(record.value))
+                elif isinstance(read := decode_attempts_record(record.value), Attempt):
+                    attempts.append(read)
                 else:
-                    attempts.append(decode_attempt(record.value))
+                    deliveries.append(read)
             except WireError as exc:  # the forwarder dead-letters unreadable events
                 log.error(
                     "unreadable_message", topic=record.topic, partition=record.partition,
@@ -48,10 +52,12 @@ class RecorderHandlers:
                 )  # fmt: skip
                 self.metrics.unreadable.labels(record.topic).inc()
         started = time.perf_counter()
-        await record_batch(self.events, self.attempts, events, attempts, pending)
+        await record_batch(self.events, self.attempts, events, attempts, pending, deliveries)
         self.metrics.write_latency.observe(time.perf_counter() - started)
         self.metrics.recorded.labels("event").inc(len(events))
         self.metrics.recorded.labels("attempt").inc(len(attempts))
+        if deliveries:
+            self.metrics.recorded.labels("delivery").inc(len(deliveries))
 
     async def summarise(self, pending: PendingSummaries) -> None:
         """Write what ``pending`` owes the page summaries, books and counters."""

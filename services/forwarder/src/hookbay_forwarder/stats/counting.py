@@ -18,7 +18,7 @@ from hookbay_common.db.stats import HOUR, MINUTE, Bucket, Counts, Size
 from hookbay_common.logs import get_logger
 from hookbay_common.models import AttemptTrigger
 from hookbay_common.topics import Topics
-from hookbay_common.wire import WireError, peek_attempt, peek_event
+from hookbay_common.wire import WireError, is_delivery_record, peek_attempt, peek_event
 from hookbay_forwarder.stats.metrics import StatsMetrics
 
 log = get_logger("hookbay.stats")
@@ -64,6 +64,8 @@ def facts_of(
             if topic == topics.events:
                 fields, at_field, src = peek_event(message.value or b""), "created_at", "e"
                 counts = event_counts(fields)
+            elif is_delivery_record(message.value or b""):
+                continue  # a delivery's status: its attempts are what the stats count
             else:
                 fields, at_field, src = peek_attempt(message.value or b""), "started_at", "a"
                 counts = attempt_counts(fields)

@@ -45,8 +45,9 @@ _HEAD_ONLY_FIELDS: Final = (
     "next_retry_at",
     "last_error",
     "last_attempt_number",
+    "deliveries",
 )
-_HEAD_PROJECTION: Final = {name: 0 for name in (*_BODY_FIELDS, "status_key")}
+_HEAD_PROJECTION: Final = {name: 0 for name in (*_BODY_FIELDS, "status_key", "deliveries")}
 
 
 @dataclass(frozen=True, order=True)
@@ -105,7 +106,11 @@ def _order(head: EventHead) -> tuple[datetime, str]:
 
 
 def _row_from_document(doc: dict[str, Any]) -> EventRow:
-    doc = {k: v for k, v in doc.items() if k not in _BODY_FIELDS and k not in ("status_key",)}
+    doc = {
+        k: v
+        for k, v in doc.items()
+        if k not in _BODY_FIELDS and k not in ("status_key", "deliveries")
+    }
     doc.pop("seq", None)
     doc.pop("change_page", None)
     doc["id"] = doc.pop("_id")
@@ -157,7 +162,9 @@ def _status_if_later(attempt: Attempt, change_page: int) -> tuple[dict[str, Any]
     live streams find the change (``change_page`` of the module docstring)."""
     key = attempt.status_key
     later = {"$or": [{"status_key": {"$lt": key}}, {"status_key": {"$exists": False}}]}
-    return {"_id": attempt.event_id, **later}, {
+    # an event with deliveries takes its status from them (``EventRepository._deliver``)
+    plain = {"deliveries": {"$exists": False}}
+    return {"_id": attempt.event_id, **later, **plain}, {
         "$set": {
             "status": attempt.outcome.value,
             "status_key": key,

@@ -14,6 +14,13 @@ from hookbay_common.db.documents import gather_limited
 from hookbay_common.db.events.bulk import Statement, _bulk_write, _insert_or_upsert
 from hookbay_common.db.events.caches import BLOCK_CACHE, LOCATE_CACHE, _keep
 from hookbay_common.db.events.counting import EventCounts
+from hookbay_common.db.events.deliveries import (
+    DELIVERIES_FIELD,
+    _same,
+    decode_deliveries,
+    encode_deliveries,
+    merged,
+)
 from hookbay_common.db.events.layout import (
     PAGE_SIZE,
     ExpiredPage,
@@ -25,7 +32,7 @@ from hookbay_common.db.events.layout import (
 )
 from hookbay_common.db.events.listing import EventListing
 from hookbay_common.db.events.summaries import PendingSummaries, _heal_at
-from hookbay_common.models import Attempt, Event, EventStatus
+from hookbay_common.models import Attempt, Delivery, Event, EventStatus, event_status_of
 
 if TYPE_CHECKING:
     from hookbay_common.db.events.attempts import AttemptRepository
@@ -64,20 +71,27 @@ class EventRepository(EventListing, EventCounts):
         new_events: list[Event],
         new_attempts: list[Attempt],
         pending: PendingSummaries | None = None,
+        new_deliveries: Sequence[Delivery] = (),
     ) -> None:
         """Store one recorder batch: the events first (they get their pages, which the attempts
         then carry; an attempt whose event is not recorded yet gets it later), an event whose
         latest attempt is in the batch (the usual case) straight with its status; then the
-        attempts (through ``attempts``), then the other status changes. Idempotent: a batch
-        written again changes nothing.
+        attempts (through ``attempts``), then the other status changes; then the deliveries
+        (``new_deliveries`` and what the attempts of routed deliveries say, ``_deliver``).
+        Idempotent: a batch written again changes nothing.
 
         The summaries it changes are written before it returns, or, with ``pending``, added to
         it for the caller's ``summarise`` (several batches, one write per page)."""
         changes = PendingSummaries() if pending is None else pending
-        settled = await self._store(new_events, latest_attempts(new_attempts), changes)
+        # attempts of routed deliveries move their delivery; the others their event
+        plain = [a for a in new_attempts if a.delivery_id is None]
+        routed = [d for a in new_attempts if a.delivery_id is not None if (d := a.as_delivery())]
+        settled = await self._store(new_events, latest_attempts(plain), changes)
         located = await self.locate(a.event_id for a in new_attempts)
         await attempts.upsert_many(new_attempts, located)
-        await self._apply(new_attempts, located, settled, changes)
+        await self._apply(plain, located, settled, changes)
+        if routed or new_deliveries:
+            await self._deliver([*new_deliveries, *routed], changes)
         if pending is None:
             await self.summarise(changes)  # once per page, however many writes touched it
 
@@ -287,6 +301,54 @@ class EventRepository(EventListing, EventCounts):
                 [UpdateOne(*_status_if_later(a, tops[a.webhook_id])) for a in absent],
             )
 
+    async def _deliver(self, records: Sequence[Delivery], changes: PendingSummaries) -> None:
+        """Merge ``records`` into their events' deliveries (``deliveries.merged``: monotonic,
+        order-independent, idempotent) and move each event to the status its deliveries give
+        (``event_status_of``), tallying the move in ``changes``.
+
+        One read and, when something changed, one write of the head per event, eight events at
+        a time. The write is conditional on the deliveries read (an equality FerretDB pushes
+        down), so a concurrent writer (two recorders during a partition hand-over) makes it read
+        and merge again rather than lose a record (atomic on MongoDB; FerretDB v1 checks the
+        condition and then writes, so two writes at the very same moment can still lose one).
+        An event not recorded yet gets a status stub that its own write completes (as for
+        attempts)."""
+        by_event: dict[str, list[Delivery]] = {}
+        for record in records:
+            by_event.setdefault(record.event_id, []).append(record)
+        tops = await self._top_pages({r.webhook_id for r in records})
+        await gather_limited(
+            self._deliver_one(fresh, tops[fresh[0].webhook_id], changes)
+            for fresh in by_event.values()
+        )
+
+    async def _deliver_one(
+        self, fresh: list[Delivery], top: int, changes: PendingSummaries
+    ) -> None:
+        event_id = fresh[0].event_id
+        projection = {"deliveries": 1, "status": 1, "webhook_id": 1, "page": 1, "created_at": 1}
+        while True:
+            head = await self._events.find_one({"_id": event_id}, projection)
+            if head is None:
+                stub = {"$setOnInsert": {"status_key": ""}}
+                await self._events.update_one({"_id": event_id}, stub, upsert=True)
+                continue
+            stored = decode_deliveries(head)
+            after = merged(stored, fresh)
+            if _same(stored, after):
+                return  # nothing new: a batch read again
+            status = event_status_of(after.values()).value
+            text = head.get(DELIVERIES_FIELD)
+            guard = {"_id": event_id, DELIVERIES_FIELD: text if text else {"$exists": False}}
+            update = {"$set": {DELIVERIES_FIELD: encode_deliveries(after), "status": status,
+                               "change_page": top}}  # fmt: skip
+            if (await self._events.update_one(guard, update)).matched_count:
+                break
+        if "page" in head and head.get("status") != status:  # recorded: its page's counts move
+            tally = changes.tally(head["webhook_id"], head["page"])
+            tally.add(head["status"], head["created_at"], -1)
+            tally.add(status, head["created_at"])
+
     async def _top_pages(self, webhook_ids: Iterable[str]) -> dict[str, int]:
         """Each webhook's top page as its counter gives it (0 before any event): where a status
         change made now is found by live streams (``change_page``). A webhook this repository
@@ -308,6 +370,15 @@ class EventRepository(EventListing, EventCounts):
         """The event, or ``None`` also while only its status stub is stored."""
         head = await self._events.find_one({"_id": event_id})
         return await self._complete(head)
+
+    async def get_with_deliveries(self, event_id: str) -> tuple[Event, list[Delivery]] | None:
+        """The event and its deliveries (by id: in the event's routes' order when the router
+        emitted them together); ``None`` as ``get``."""
+        head = await self._events.find_one({"_id": event_id})
+        event = await self._complete(head)
+        if event is None or head is None:
+            return None
+        return event, sorted(decode_deliveries(head).values(), key=lambda d: d.id)
 
     async def get_by_request_id(self, request_id: str) -> Event | None:
         return await self._complete(await self._events.find_one({"request_id": request_id}))
@@ -371,7 +442,8 @@ async def record_batch(
     new_events: list[Event],
     new_attempts: list[Attempt],
     pending: PendingSummaries | None = None,
+    new_deliveries: Sequence[Delivery] = (),
 ) -> None:
-    """``events.record_batch(attempts, new_events, new_attempts, pending)``: one recorder
-    batch."""
-    await events.record_batch(attempts, new_events, new_attempts, pending)
+    """``events.record_batch(attempts, new_events, new_attempts, pending, new_deliveries)``:
+    one recorder batch."""
+    await events.record_batch(attempts, new_events, new_attempts, pending, new_deliveries)

@@ -1,0 +1,64 @@
+"""An event's deliveries, kept in its head as ``deliveries``: one JSON text holding the latest
+state of each delivery, ``{"<delivery id>": [route, destination, status, reason, at ms]}``.
+
+In the head rather than a collection of their own (``docs/decisions.md``, "Deliveries"): the
+recorder moves an event's status from all its deliveries at once, so it reads and writes the
+head anyway; kept there, a batch's deliveries of one event cost one read and one write of one
+document, the event detail reads them with the head, and retention and owner deletion remove
+them with it. Text, not sub-documents: FerretDB v1 decodes a string field far faster than a
+map (``docs/data-model.md``), and lists leave the field out by projection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hookbay_common.clock import epoch_ms, from_epoch_ms
+from hookbay_common.models import Delivery, DeliveryStatus
+
+DELIVERIES_FIELD = "deliveries"
+
+
+def encode_deliveries(deliveries: Mapping[str, Delivery]) -> str:
+    """The head's ``deliveries`` text for ``deliveries`` (by id), keys sorted."""
+    return json.dumps(
+        {
+            i: [d.route, d.destination, d.status.value, d.reason, epoch_ms(d.at)]
+            for i, d in sorted(deliveries.items())
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def decode_deliveries(head: Mapping[str, Any]) -> dict[str, Delivery]:
+    """The deliveries a head holds, by id (none: an event of the ``forward_url`` path)."""
+    text = head.get(DELIVERIES_FIELD)
+    if not text:
+        return {}
+    found = {}
+    for delivery_id, (route, destination, status, reason, at_ms) in json.loads(text).items():
+        found[delivery_id] = Delivery(
+            id=delivery_id, event_id=head["_id"], webhook_id=head.get("webhook_id", ""),
+            username=head.get("username", ""), route=route, destination=destination,
+            status=DeliveryStatus(status), reason=reason, at=from_epoch_ms(at_ms),
+        )  # fmt: skip
+    return found
+
+
+def merged(stored: Mapping[str, Delivery], fresh: Iterable[Delivery]) -> dict[str, Delivery]:
+    """``stored`` with each of ``fresh`` that supersedes the record of its delivery
+    (``Delivery.supersedes``): the same whatever order the records come in, and however often."""
+    result = dict(stored)
+    for delivery in fresh:
+        known = result.get(delivery.id)
+        if known is None or delivery.supersedes(known):
+            result[delivery.id] = delivery
+    return result
+
+
+def _same(a: Mapping[str, Delivery], b: Mapping[str, Delivery]) -> bool:
+    """Whether two sets of deliveries store the same (the event's own ids aside)."""
+    return encode_deliveries(a) == encode_deliveries(b)
