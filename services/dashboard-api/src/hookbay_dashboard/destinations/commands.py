@@ -49,8 +49,9 @@ def _schedule(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _body(model: type[Any], fields: dict[str, Any]) -> Any:
-    """``model`` built from the options, or one line naming every refused field."""
+def validated(model: type[Any], fields: dict[str, Any], what: str) -> Any:
+    """``model`` built from a command's options, or one line naming every refused field
+    (``invalid <what>: …``)."""
     from pydantic import ValidationError
 
     from hookbay_common.errors import InvalidRequest
@@ -61,7 +62,7 @@ def _body(model: type[Any], fields: dict[str, Any]) -> Any:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
         )
-        raise InvalidRequest(f"invalid destination: {problems}") from None
+        raise InvalidRequest(f"invalid {what}: {problems}") from None
 
 
 def _emit(state: CliState, destination: Destination, verb: str) -> None:
@@ -131,7 +132,7 @@ def destination_create(
         fields["rate_limit"] = parse_rate(rate)
     if max_concurrency is not None:
         fields["max_concurrency"] = max_concurrency
-    write = _body(DestinationCreate, fields)
+    write = validated(DestinationCreate, fields, "destination")
 
     async def work(rt: Runtime) -> Destination:
         return await _service(rt).create(username, write)
@@ -182,7 +183,7 @@ def destination_set(
         fields["rate_limit"] = parse_rate(rate) if rate else None
     if not fields:
         raise click.UsageError("nothing to change: give an option (see --help)")
-    write = _body(DestinationUpdate, fields)
+    write = validated(DestinationUpdate, fields, "destination")
 
     async def work(rt: Runtime) -> Destination:
         return await _service(rt).change(username, name, write)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
+from hookbay_dashboard.destinations.commands import validated
 
 # Only click at import time: `hookbay-admin --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
@@ -42,20 +43,6 @@ def parse_filter(text: str | None, path: str | None) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--filter") from None
-
-
-def _body(model: type[Any], fields: dict[str, Any]) -> Any:
-    from pydantic import ValidationError
-
-    from hookbay_common.errors import InvalidRequest
-
-    try:
-        return model.model_validate(fields)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidRequest(f"invalid route: {problems}") from None
 
 
 def _emit(state: CliState, webhook: Webhook, position: int, verb: str) -> None:
@@ -113,7 +100,7 @@ def route_create(
         fields["filter"] = spec
     if position is not None:
         fields["position"] = position
-    write = _body(RouteCreate, fields)
+    write = validated(RouteCreate, fields, "route")
 
     async def work(rt: Runtime) -> tuple[Webhook, int]:
         return await _service(rt).create(username, webhook, write)
@@ -151,7 +138,7 @@ def route_set(
         fields["filter"] = spec
     if not fields:
         raise click.UsageError("nothing to change: give an option (see --help)")
-    write = _body(RouteUpdate, fields)
+    write = validated(RouteUpdate, fields, "route")
 
     async def work(rt: Runtime) -> tuple[Webhook, int]:
         return await _service(rt).change(username, webhook, name, write)
@@ -243,7 +230,7 @@ def route_dry_run(
 
     spec = parse_filter(filter_text, filter_file)
     given = filter_text is not None or filter_file is not None
-    draft = _body(RouteDraft, {"name": name, "filter": spec}) if given else None
+    draft = validated(RouteDraft, {"name": name, "filter": spec}, "route") if given else None
 
     async def work(rt: Runtime) -> DryRun:
         return await _service(rt).dry_run(username, webhook, name, last=last, draft=draft)
