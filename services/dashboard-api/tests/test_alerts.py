@@ -213,3 +213,24 @@ class TestDestinationBreaker:
         )
         assert contradiction.status_code == 422
         assert contradiction.json()["detail"][0]["loc"] == ["body", "breaker", "cooldown_s"]
+
+
+class TestOwnerDeleted:
+    async def test_their_issues_and_channels_go_with_the_account(
+        self, dashboard: Dashboard, receiver: Receiver
+    ) -> None:
+        admin, owner, other = (
+            await dashboard.owner(admin=True), await dashboard.owner(), await dashboard.owner(),
+        )  # fmt: skip
+        url = receiver.url()
+        for someone in (owner, other):
+            await open_issue(dashboard, someone)
+            await webhook_channel(someone, url)
+
+        response = await admin.client.delete(f"/api/v1/admin/users/{owner.username}")
+
+        assert response.status_code == 204
+        db = dashboard.runtime.db
+        for collection in ("issues", "alert_channels"):
+            assert await db[collection].count_documents({"username": owner.username}) == 0
+            assert await db[collection].count_documents({"username": other.username}) == 1

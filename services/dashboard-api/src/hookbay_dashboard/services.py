@@ -90,7 +90,14 @@ class Services:
     def accounts(self, *, hasher: PasswordHasher | None = None) -> AccountService:
         s = self.stores
         owner_data = OwnerData(
-            s.webhooks, s.events, s.attempts, s.sessions, s.stats, s.destinations
+            s.webhooks,
+            s.events,
+            s.attempts,
+            s.sessions,
+            s.stats,
+            s.destinations,
+            s.issues,
+            s.alert_channels,
         )
         return AccountService(
             s.users, s.tokens, self.plans, hasher=hasher, sessions=s.sessions,

@@ -10,9 +10,11 @@ from argon2 import PasswordHasher
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import (
+    AlertChannelRepository,
     AttemptRepository,
     DestinationRepository,
     EventRepository,
+    IssueRepository,
     SessionRepository,
     StatsRepository,
     TokenRepository,
@@ -48,6 +50,8 @@ class OwnerData:
     sessions: SessionRepository
     stats: StatsRepository
     destinations: DestinationRepository
+    issues: IssueRepository
+    alert_channels: AlertChannelRepository
 
 
 class AccountService:
@@ -105,7 +109,8 @@ class AccountService:
 
     async def delete_user(self, username: str) -> None:
         """Delete the account, then everything of the owner's: webhooks (with their routes),
-        destinations, tokens, sessions, stats, events and their attempts. The account goes first, so ingest refuses the owner's
+        destinations, tokens, sessions, issues, alert channels, stats, events and their
+        attempts. The account goes first, so ingest refuses the owner's
         requests (403) from the moment it is published; the rest follows in batches (on the
         embedded store it takes time in proportion to the owner's events)."""
         if self._owner_data is None:
@@ -124,6 +129,8 @@ class AccountService:
                 await self._publisher.destination_deleted(username, destination.name)
         await self._tokens.delete_for_owner(username)
         await data.sessions.delete_for_owner(username)
+        await data.issues.delete_for_owner(username)
+        await data.alert_channels.delete_for_owner(username)
         await data.stats.delete_owner_days(username, _END_OF_TIME)
         await data.attempts.purge_owner(username)
         await data.events.purge_owner(username)
