@@ -115,7 +115,8 @@ class Supervisor:
     def start(self) -> None:
         """Each service with this terminal's output (``make run`` shows their logs)."""
         for name, argv, _, _ in SERVICES:
-            self.children.append(launch(argv, self.env, None, role=name))
+            # die_with_parent: a supervisor killed outright (SIGKILL) leaves no service behind
+            self.children.append(launch(argv, self.env, None, role=name, die_with_parent=True))
 
     def wait_ready(self, timeout: float = 60) -> bool:
         """Until every service answers 200 on /readyz; False when one exits or time runs out."""
