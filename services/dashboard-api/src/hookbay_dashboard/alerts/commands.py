@@ -162,7 +162,7 @@ def channel_create(
     import sys
 
     from hookbay_dashboard.alerts.schemas import AlertChannelCreate
-    from hookbay_dashboard.destinations.commands import _body
+    from hookbay_dashboard.destinations.commands import validated
 
     fields: dict[str, Any] = {"type": type_}
     for key, value in (("url", url), ("events_url", events_url), ("to", to)):
@@ -172,7 +172,7 @@ def channel_create(
         fields["secret"] = sys.stdin.readline().strip()
     if routing_key_stdin:
         fields["routing_key"] = sys.stdin.readline().strip()
-    write = _body(AlertChannelCreate, fields)
+    write = validated(AlertChannelCreate, fields, "alert channel")
     created = state.run(_with(lambda s: s.alert_channels().create(username, write)))
     view = channel_view(created)
     state.emit(view, human=lambda c: c.print(f"created {view['type']} alert channel {view['id']}"))
