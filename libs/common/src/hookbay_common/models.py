@@ -532,6 +532,12 @@ class EventHead(_Record):
     """The verdict on the request (``None``: the webhook verifies nothing)."""
     handshake: HandshakeKind | None = None
     """Set when the request was a sender's handshake, answered at intake (never forwarded)."""
+    routed: bool = False
+    """The webhook had enabled routes when the event arrived: the router delivers it over the
+    webhook's routes (``hookbay_forwarder.routing``), beside any ``forward_url``."""
+    query: str | None = None
+    """The request's query string as received (without ``?``; ``None``: there was none), which
+    route filters match on."""
 
 
 class EventRow(EventHead):
@@ -563,10 +569,18 @@ class Event(EventHead):
 
     @property
     def deliverable(self) -> bool:
-        """Neither rejected nor a handshake (answered at intake), and with a destination."""
+        """Neither rejected nor a handshake (answered at intake), and with a destination: its
+        ``forward_url`` or its webhook's routes."""
         return (
-            self.rejected_reason is None and self.handshake is None and self.forward_url is not None
+            self.rejected_reason is None
+            and self.handshake is None
+            and (self.forward_url is not None or self.routed)
         )
+
+    @property
+    def forwardable(self) -> bool:
+        """Deliverable to its ``forward_url`` (the forwarder's first attempt of the event)."""
+        return self.deliverable and self.forward_url is not None
 
 
 class DeliveryStatus(StrEnum):

@@ -65,6 +65,13 @@ class Topics:
         return f"{self.namespace}.replays"
 
     @property
+    def deliveries(self) -> str:
+        """Delivery tasks (``destination-task/1``) the router made and retries brought back,
+        keyed by destination id: one destination's tasks in one partition, read by the consumer
+        that holds its lane."""
+        return f"{self.namespace}.deliveries"
+
+    @property
     def config(self) -> str:
         """The configuration change log: the latest state of every user, webhook and
         destination, keyed ``user:{username}`` / ``webhook:{username}/{name}`` /
@@ -95,7 +102,7 @@ class Topics:
 
     def specs(self, retry_delays: Iterable[float] = ()) -> list[TopicSpec]:
         """Every topic with its configuration, including one tier per distinct retry delay."""
-        names = [self.events, self.attempts, self.events_dlq, self.replays]
+        names = [self.events, self.attempts, self.events_dlq, self.replays, self.deliveries]
         names += sorted({self.retry(d) for d in retry_delays})
         return [TopicSpec(name, dict(_LARGE)) for name in names] + [
             self.config_spec(),

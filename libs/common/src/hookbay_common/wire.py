@@ -31,7 +31,9 @@ _ATTEMPT_ROUTING = ("delivery_id", "route", "destination")
 """Left out when ``None``: an attempt of the ``forward_url`` path keeps its old shape, which
 recorders and stats processors of earlier versions read."""
 DELIVERY_SCHEMA = "delivery/1"
-_OMITTED_WHEN_NONE = ("verification", "handshake")
+_OMITTED_WHEN_DEFAULT = (("verification", None), ("handshake", None), ("routed", False), ("query", None))
+"""Event fields left out at their default: an event without them keeps the shape recorders and
+stats processors of earlier versions read."""
 TASK_SCHEMA = "task/1"
 DESTINATION_TASK_SCHEMA = "destination-task/1"
 
@@ -67,8 +69,8 @@ def _unpack(schema: str, value: bytes) -> dict[str, Any]:
 def _event_to_fields(event: Event) -> dict[str, Any]:
     fields = event.model_dump(mode="python")
     fields["created_at"] = _datetime_to_wire(event.created_at)
-    for optional in _OMITTED_WHEN_NONE:  # an unverified, ordinary event keeps its old shape
-        if fields[optional] is None:
+    for optional, default in _OMITTED_WHEN_DEFAULT:
+        if fields[optional] is default:
             del fields[optional]
     return fields
 
@@ -245,9 +247,18 @@ def encode_destination_task(task: DestinationTask) -> bytes:
     )
 
 
+def is_destination_task(value: bytes) -> bool:
+    """Whether a record is a ``destination-task/1``, without unpacking it (as
+    ``is_delivery_record``)."""
+    return value[1 : 1 + len(_DESTINATION_TASK_PREFIX)] == _DESTINATION_TASK_PREFIX
+
+
 def peek_destination_task(value: bytes) -> dict[str, Any]:
     """A destination task's fields as sent, unvalidated (``not_before`` in Unix milliseconds)."""
     return _unpack(DESTINATION_TASK_SCHEMA, value)
+
+
+_DESTINATION_TASK_PREFIX: Final = _pack(DESTINATION_TASK_SCHEMA, {})[1:]
 
 
 def decode_destination_task(value: bytes) -> DestinationTask:

@@ -278,6 +278,8 @@ class ReceivePipeline:
             status=EventStatus.FAILED if rejected else EventStatus.PENDING,
             rejected_reason=RejectedReason.INVALID_SIGNATURE if rejected else None,
             forward_url=webhook.forward_url,
+            routed=any(route.enabled for route in webhook.routes),
+            query=request.scope.get("query_string", b"").decode("latin-1") or None,
             created_at=now,
             verification=verdict.record,
             handshake=verdict.handshake,

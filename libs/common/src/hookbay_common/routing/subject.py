@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
+from urllib.parse import parse_qs
+
+if TYPE_CHECKING:
+    from hookbay_common.models import Event
 
 JSON_MEDIA_TYPE: Final = "application/json"
 JSON_SUFFIX: Final = "+json"
@@ -47,6 +51,13 @@ class Subject:
 
 
 _NOT_JSON: Final = object()
+
+
+def event_subject(event: Event) -> Subject:
+    """What filters read of a captured event: its body, headers and query string (parameters
+    without a value count as the empty string)."""
+    query = parse_qs(event.query or "", keep_blank_values=True)
+    return Subject.from_request(event.body, event.content_type, event.request_headers, query)
 
 
 def is_json_media_type(content_type: str | None) -> bool:

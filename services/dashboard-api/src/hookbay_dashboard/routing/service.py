@@ -27,7 +27,8 @@ from hookbay_common.errors import (
 from hookbay_common.httperrors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Event, Route, Webhook
-from hookbay_common.routing.filters import MATCHED, FilterError, Subject, Verdict, compile_filter
+from hookbay_common.routing.filters import MATCHED, FilterError, Verdict, compile_filter
+from hookbay_common.routing.subject import event_subject
 from hookbay_dashboard.destinations.service import check_resource_name
 from hookbay_dashboard.routing.schemas import RouteCreate, RouteDraft, RouteUpdate
 
@@ -37,10 +38,6 @@ MAX_FILTER_BYTES: Final = 16 * 1024
 """A filter's size as JSON text: twenty of them keep a webhook's record far below Kafka's
 message limit."""
 WRITE_ATTEMPTS: Final = 5
-NO_QUERY: Final[dict[str, str | list[str]]] = {}
-"""Stored events do not keep their request's query string: a dry run sees no parameters."""
-
-
 class FilterRefused(InvalidRequest):
     """A filter the engine refuses, as a 422 whose ``detail`` names the JSON pointer."""
 
@@ -79,10 +76,7 @@ def evaluator(
         return lambda _event: MATCHED
 
     def judge(event: Event) -> Verdict:
-        subject = Subject.from_request(
-            event.body, event.content_type, event.request_headers, NO_QUERY
-        )
-        return compiled.evaluate(subject)
+        return compiled.evaluate(event_subject(event))
 
     return judge
 

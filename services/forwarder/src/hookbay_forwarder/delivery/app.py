@@ -1,26 +1,41 @@
-"""The forwarder role, wired from settings: the process that delivers.
+"""The forwarder role, wired from settings: the process that routes and delivers.
 
-Consumer group ``<namespace>.forwarder`` on the events topic (first attempts, ordered per owner)
-and ``<namespace>.forwarder-tasks`` on the retry tiers and replays. The ``Process`` contract
-(start, run, stop, readiness and liveness) is in ``hookbay_forwarder.process``; readiness here
-also needs the producer able to send.
+Consumer group ``<namespace>.forwarder`` on the events topic (routing, and ``forward_url`` first
+attempts, ordered per owner), ``<namespace>.forwarder-tasks`` on the retry tiers and replays, and
+``<namespace>.forwarder-deliveries`` on the deliveries topic (routed deliveries, through each
+destination's lane). The routing view (webhooks with routes, destinations) follows the
+configuration change log. The ``Process`` contract (start, run, stop, readiness and liveness) is
+in ``hookbay_forwarder.process``; readiness here also needs the producer able to send and the
+routing view following the change log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from pymongo.errors import PyMongoError
+
+from hookbay_common.changelog import ChangeLog
+from hookbay_common.db import DestinationRepository, HoldRepository, WebhookRepository
+from hookbay_common.db import client as db_client
 from hookbay_common.kafka import create_consumer, ensure_configured_topics
 from hookbay_common.logs import get_logger
+from hookbay_common.models import Destination
 from hookbay_common.producer import ResilientProducer
+from hookbay_common.secrets_box import SecretBox
 from hookbay_forwarder.delivery.consumer import HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.delivery.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
 from hookbay_forwarder.delivery.deliverer import Deliverer, create_clients, create_session
 from hookbay_forwarder.delivery.handlers import ForwarderHandlers
 from hookbay_forwarder.delivery.retry import RetryPolicy
-from hookbay_forwarder.metrics import ForwarderMetrics
+from hookbay_forwarder.gateway.config import lane_config
+from hookbay_forwarder.gateway.deliver import DestinationDelivery
+from hookbay_forwarder.gateway.feed import LaneFeed
+from hookbay_forwarder.gateway.lanes import Lanes
+from hookbay_forwarder.metrics import ForwarderMetrics, LaneMetrics, RoutingViewMetrics
 from hookbay_forwarder.process import (
     EXIT_DEAD_LETTER_LIMIT,
     EXIT_OK,
@@ -30,10 +45,13 @@ from hookbay_forwarder.process import (
     report_lag,
     until_connected,
 )
+from hookbay_forwarder.routing.router import Router
+from hookbay_forwarder.routing.view import RoutingView
 from hookbay_forwarder.settings import ForwarderSettings
 
 log = get_logger("hookbay.forwarder")
 
+MONGO_SOCKET_TIMEOUT_MS = 10_000
 FALLBACK_POOLS = 4
 """httpx pools for the rare request whose header bytes are not UTF-8 (see ``Deliverer``)."""
 
@@ -68,10 +86,46 @@ class Forwarder:
             ),
             metrics=self.metrics,
         )
+        self.mongo = db_client.connect(
+            settings.mongo_url, socket_timeout_ms=MONGO_SOCKET_TIMEOUT_MS
+        )
+        db = db_client.database(self.mongo)
+        box = SecretBox(settings.secret_key.get_secret_value())
+        self.view = RoutingView(
+            WebhookRepository(db, box), DestinationRepository(db, box),
+            ChangeLog(settings.kafka_bootstrap, self.topics.config_spec(), box,
+                      client_id="hookbay-forwarder-config"),
+            RoutingViewMetrics(self.metrics.registry),
+            on_destination=self._destination_changed,
+        )  # fmt: skip
+        self.handlers.router = Router(self.view, self.handlers.write, self.topics)
+        self.lanes = Lanes(
+            DestinationDelivery(
+                self.view, self.deliverer, self.handlers.write, self.topics,
+                schedule=settings.retry_schedule, jitter=settings.retry_jitter,
+            ),
+            lambda destination_id: lane_config(self.view.destination_by_id(destination_id)),
+            HoldRepository(db),
+            metrics=LaneMetrics(self.metrics.registry),
+        )  # fmt: skip
         self.events = self._ordered(f"{self.topics.namespace}.forwarder", self.handlers.on_event)
         self.tasks = self._ordered(
             f"{self.topics.namespace}.forwarder-tasks", self.handlers.on_task
         )
+        self.deliveries = LaneFeed(
+            create_consumer(
+                settings.kafka_bootstrap, group_id=f"{self.topics.namespace}.forwarder-deliveries",
+                client_id="hookbay-forwarder", session_timeout_ms=settings.kafka_session_timeout_ms,
+            ),
+            self.lanes, topic=self.topics.deliveries,
+            name=f"{self.topics.namespace}.forwarder-deliveries",
+            revoke_grace=settings.shutdown_grace,
+        )  # fmt: skip
+
+    def _destination_changed(self, destination: Destination) -> None:
+        config = lane_config(destination)
+        if config is not None:
+            self.lanes.configure(destination.id, config)
 
     def _ordered(self, group: str, handler: Callable[[Any], Awaitable[None]]) -> OrderedConsumer:
         s = self.settings
@@ -92,36 +146,55 @@ class Forwarder:
             "producer": self.producer.ready,
             "events_consumer": self.events.running,
             "tasks_consumer": self.tasks.running,
+            "deliveries_consumer": self.deliveries.running,
+            "routing_view": self.view.following,
         }
 
     def healthy(self) -> bool:
-        loops_alive = not (self.events.ended or self.tasks.ended) or self._stopping.is_set()
-        return loops_alive and self.producer.healthy
+        ended = self.events.ended or self.tasks.ended or self.deliveries.ended
+        return (not ended or self._stopping.is_set()) and self.producer.healthy
 
     def request_stop(self) -> None:
         self._stopping.set()
         self.events.stop()
         self.tasks.stop()
+        self.deliveries.stop()
 
     async def start(self) -> None:
         async def connect() -> None:
             await ensure_configured_topics(self.settings)
             await self.producer.start()  # connects in the background, replaces itself if wedged
             await self.producer.wait_ready(within=5.0)
+            await self._load_view()  # the routing view: loaded before the first event is read
             self.events.consumer.subscribe([self.topics.events], listener=self.events)
             self.tasks.consumer.subscribe(pattern=self.topics.task_pattern, listener=self.tasks)
+            self.deliveries.consumer.subscribe([self.topics.deliveries], listener=self.deliveries)
             await self.events.consumer.start()
             await self.tasks.consumer.start()
+            await self.deliveries.consumer.start()
 
         self._started = await until_connected(connect, self._stopping)
         if self._started:
             log.info("forwarder_started", namespace=self.topics.namespace)
 
+    async def _load_view(self) -> None:
+        """Until MongoDB answers (or a stop is requested)."""
+        while True:
+            try:
+                await self.view.start()
+                return
+            except PyMongoError as exc:
+                log.warning("store_unreachable", error=type(exc).__name__)
+                if self._stopping.is_set():
+                    raise OSError("stopped before the store answered") from None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), 2.0)
+
     async def run(self) -> int:
         if not self._started:
             return EXIT_OK
         observer = asyncio.create_task(self._observe())
-        loops = [asyncio.create_task(c.run()) for c in (self.events, self.tasks)]
+        loops = [asyncio.create_task(c.run()) for c in (self.events, self.tasks, self.deliveries)]
         try:
             await asyncio.wait(loops, return_when=asyncio.FIRST_EXCEPTION)
             self.request_stop()
@@ -133,11 +206,15 @@ class Forwarder:
     async def stop(self) -> None:
         grace = self.settings.shutdown_grace
         if self._started:
-            await asyncio.gather(self.events.drain(grace), self.tasks.drain(grace))
-        for consumer in (self.events.consumer, self.tasks.consumer):
+            await asyncio.gather(
+                self.events.drain(grace), self.tasks.drain(grace), self.deliveries.drain(grace)
+            )
+        for consumer in (self.events.consumer, self.tasks.consumer, self.deliveries.consumer):
             await closed(consumer.stop(), "consumer")
+        await self.view.stop()
         await self.producer.stop()  # flushes what is still queued (bounded)
         await self.deliverer.aclose()
+        await self.mongo.close()
         log.info("forwarder_stopped")
 
     async def _observe(self) -> None:

@@ -13,7 +13,7 @@ import ipaddress
 import socket
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -195,8 +195,17 @@ class Deliverer:
         for client in self._fallback:
             await client.aclose()
 
-    async def attempt(self, task: DeliveryTask) -> Outcome:
-        """POST the event to ``task.url``; never raises for anything the destination does."""
+    async def attempt(
+        self,
+        task: DeliveryTask,
+        *,
+        timeout: float | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Outcome:
+        """POST the event to ``task.url``; never raises for anything the destination does.
+        ``timeout`` (default: the deliverer's) bounds the whole answer; ``extra_headers`` (a
+        destination's own) replace the sender's headers of the same names."""
+        timeout = self._timeout if timeout is None else timeout
         started_at = utcnow()
         clock = time.perf_counter()
         try:
@@ -210,6 +219,13 @@ class Deliverer:
             )  # fmt: skip
         event = task.event
         headers = forwardable(event.request_headers)
+        if extra_headers:
+            names = {name.lower().encode("latin-1") for name in extra_headers}
+            headers = [(name, value) for name, value in headers if name not in names]
+            headers += [
+                (name.lower().encode("latin-1"), value.encode())
+                for name, value in extra_headers.items()
+            ]
         headers += [
             (b"x-hookbay-event-id", event.id.encode()),
             (b"x-hookbay-request-id", event.request_id.encode()),
@@ -219,14 +235,14 @@ class Deliverer:
             headers.append((b"user-agent", USER_AGENT.encode()))
         text = _as_text(headers)
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(timeout):
                 if text is not None:
                     answer = await self._via_aiohttp(task.url, event.body, text)
                 else:
                     answer = await self._via_httpx(task.url, event.body, headers, event.username)
         except TimeoutError:
             return Outcome(
-                started_at, error=f"timeout: no complete answer within {self._timeout:g} s",
+                started_at, error=f"timeout: no complete answer within {timeout:g} s",
                 latency_ms=_ms(clock),
             )  # fmt: skip
         except DestinationBlocked as exc:

@@ -1,12 +1,12 @@
 """The forwarder's business: turn an event or a task into an attempt, and decide what follows.
 
-Every handler returns only once everything it decided is durably in Kafka (acks=all): the
-attempt record, and the next retry or the dead letter. The consume loop commits after that.
+An event of a webhook with routes is first handed to the router (``hookbay_forwarder.routing``),
+which writes its deliveries; an event with a ``forward_url`` then gets its first attempt here.
+A routed delivery's retry that comes due is handed back to the deliveries topic.
 
-Writing those records rides out broker blips: a retriable Kafka error (``is_retriable``: a
-leader or the broker away, a producer being replaced) is retried with back-off, for as long as it
-takes, resending only what was not acknowledged, so the delivery attempt is never made twice for
-it. Any other Kafka error propagates: the consume loop stops (``HandlerCrashed``, exit 1).
+Every handler returns only once everything it decided is durably in Kafka (acks=all,
+``hookbay_forwarder.writes``): the attempt record, and the next retry or the dead letter. The
+consume loop commits after that.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from structlog.contextvars import bound_contextvars
 from hookbay_common.ids import IdPrefix, derived_id, new_id
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, EventStatus
-from hookbay_common.producer import Headers, ResilientProducer, is_retriable
+from hookbay_common.producer import ResilientProducer
 from hookbay_common.topics import Topics
 from hookbay_common.wire import (
     WireError,
@@ -33,6 +33,8 @@ from hookbay_common.wire import (
     encode_attempt,
     encode_event,
     encode_task,
+    is_destination_task,
+    peek_destination_task,
 )
 from hookbay_forwarder.delivery.consumer import NOT_BEFORE_HEADER
 from hookbay_forwarder.delivery.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
@@ -45,18 +47,10 @@ from hookbay_forwarder.delivery.retry import (
     parse_retry_after,
 )
 from hookbay_forwarder.metrics import ForwarderMetrics
+from hookbay_forwarder.routing.router import Router
+from hookbay_forwarder.writes import DurableWriter, Message
 
 log = get_logger("hookbay.forwarder")
-WRITE_BACKOFF_MIN = 0.2
-WRITE_BACKOFF_MAX = 5.0
-
-
-@dataclass(frozen=True)
-class Message:
-    topic: str
-    value: bytes
-    key: bytes | None
-    headers: Headers | None = None
 
 
 @dataclass
@@ -67,6 +61,11 @@ class ForwarderHandlers:
     policy: RetryPolicy
     limit: DeadLetterLimit
     metrics: ForwarderMetrics
+    router: Router | None = None
+    """Routes events of webhooks with routes (``Event.routed``); ``None``: they are not routed."""
+
+    def __post_init__(self) -> None:
+        self.write = DurableWriter(self.producer, self.metrics).write
 
     async def on_event(self, record: Any) -> None:
         """A captured event: its first attempt, unless it has nothing to deliver (rejected by
@@ -76,7 +75,7 @@ class ForwarderHandlers:
         except WireError as exc:
             await self._unreadable(record, str(exc))
             return
-        if not event.deliverable:
+        if not event.forwardable:
             return
         assert event.forward_url is not None
         task = DeliveryTask(
@@ -90,13 +89,25 @@ class ForwarderHandlers:
         await self._guarded(record, task)
 
     async def on_task(self, record: Any) -> None:
-        """A retry that is due, or a replay."""
+        """A retry that is due, or a replay. A routed delivery's retry goes back to the
+        deliveries topic, to its destination's lane (which makes the attempt)."""
+        if is_destination_task(record.value):
+            await self._requeue(record)
+            return
         try:
             task = decode_task(record.value)
         except WireError as exc:
             await self._unreadable(record, str(exc))
             return
         await self._guarded(record, task)
+
+    async def _requeue(self, record: Any) -> None:
+        try:
+            destination = str(peek_destination_task(record.value)["destination"])
+        except (WireError, KeyError) as exc:
+            await self._unreadable(record, str(exc))
+            return
+        await self.write([Message(self.topics.deliveries, record.value, destination.encode())])
 
     async def _guarded(self, record: Any, task: DeliveryTask) -> None:
         try:
@@ -191,54 +202,6 @@ class ForwarderHandlers:
         headers = _dlq_headers(reason, detail, None)
         await self.write([Message(self.topics.events_dlq, value, key, headers)])
         self.metrics.dead_lettered.labels(reason).inc()
-
-    async def write(self, messages: Sequence[Message]) -> None:
-        """Return once Kafka acknowledged every message; retry retriable errors with back-off
-        (resending only the unacknowledged ones); raise any other ``KafkaError``."""
-        waiting = list(messages)
-        delay = WRITE_BACKOFF_MIN
-        while True:
-            failed, error = await self._send_all(waiting)
-            if error is None:
-                return
-            if not is_retriable(error):
-                raise error
-            self.metrics.handler_retries.labels("forwarder", type(error).__name__).inc()
-            log.warning(
-                "write_retry", error=type(error).__name__, messages=len(failed), delay=delay
-            )
-            await asyncio.sleep(delay)
-            delay = min(WRITE_BACKOFF_MAX, delay * 2)
-            waiting = failed
-
-    async def _send_all(self, messages: list[Message]) -> tuple[list[Message], KafkaError | None]:
-        """Send every message; return those not acknowledged and the first error."""
-        futures: list[asyncio.Future[object] | None] = []
-        error: KafkaError | None = None
-        for message in messages:
-            try:
-                futures.append(
-                    await self.producer.send(
-                        message.topic, message.value, key=message.key, headers=message.headers
-                    )
-                )
-            except KafkaError as exc:
-                futures.append(None)
-                error = error or exc
-        sent = [f for f in futures if f is not None]
-        results = await asyncio.gather(*sent, return_exceptions=True)
-        outcomes = iter(results)
-        failed = []
-        for message, future in zip(messages, futures, strict=True):
-            outcome = next(outcomes) if future is not None else None
-            if future is None or isinstance(outcome, BaseException):
-                failed.append(message)
-                if isinstance(outcome, KafkaError):
-                    error = error or outcome
-                elif isinstance(outcome, BaseException):
-                    raise outcome
-        return failed, error
-
 
 def _attempt(task: DeliveryTask, outcome: Outcome, wait: Wait | None) -> Attempt:
     return Attempt(

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from hookbay_forwarder.gateway.bucket import Rate
+from hookbay_common.models import Destination
+from hookbay_forwarder.gateway.bucket import Rate, RatePeriod
 
 DEFAULT_MAX_CONCURRENCY: Final = 10
 MAX_CONCURRENCY: Final = 64
@@ -34,3 +35,15 @@ class LaneConfig:
     @property
     def active(self) -> bool:
         return self.state is DestinationState.ACTIVE
+
+
+def lane_config(destination: Destination | None) -> LaneConfig | None:
+    """A destination's controls as its lane obeys them (``None``: an unknown destination)."""
+    if destination is None:
+        return None
+    limit = destination.rate_limit
+    return LaneConfig(
+        max_concurrency=destination.max_concurrency,
+        rate=Rate(limit.count, RatePeriod(limit.period.value)) if limit is not None else None,
+        state=DestinationState(destination.state.value),
+    )

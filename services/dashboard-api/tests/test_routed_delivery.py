@@ -1,0 +1,221 @@
+"""Routed delivery end to end on real services: destinations and routes made through the API
+reach ingest and the forwarder on the change log; ingest → Kafka → router → deliveries topic →
+a destination's lane → real local destinations; the recorder writes each delivery's status,
+which ``GET /events/{id}`` shows. Another owner sees none of it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from hookbay_common.settings import Settings
+from hookbay_dashboard.settings import DashboardSettings
+from hookbay_forwarder.delivery import Forwarder
+from hookbay_forwarder.recorder import Recorder
+from hookbay_ingest.app import Ingest, create_app
+from tests.support.dashboard import Dashboard, Owner, serve_dashboard
+from tests.support.forwarder import forwarder_namespace, running
+from tests.support.ingest import ingest_settings
+from tests.support.receiver import Receiver, Reply
+from tests.support.waiting import until
+
+
+@dataclass
+class Stack:
+    dashboard: Dashboard
+    ingest: Ingest
+    intake: httpx.AsyncClient
+    receiver: Receiver
+    forwarder: Forwarder
+
+    async def owner(self) -> Owner:
+        return await self.dashboard.owner()
+
+    async def send(self, owner: Owner, webhook: str, body: bytes, query: str = "") -> str:
+        path = f"/w/{owner.username}/{webhook}" + (f"?{query}" if query else "")
+        answers: list[httpx.Response] = []
+
+        async def answered() -> bool:  # a 503 (Kafka slow on a new topic) is sent again
+            answers.append(
+                await self.intake.post(path, content=body,
+                                       headers={"content-type": "application/json"})  # fmt: skip
+            )
+            return answers[-1].status_code != 503
+
+        await until(answered, 60, interval=0.2, what=f"an answer to {path}")
+        assert answers[-1].status_code == 200, answers[-1].text
+        request_id: str = answers[-1].json()["requestId"]
+        return request_id
+
+    async def routed(self, owner: Owner, webhook: str) -> None:
+        """Until ingest's view holds the webhook with its routes (the change log's delivery)."""
+
+        async def seen() -> bool:
+            hook = await self.ingest.view.webhook(owner.username, webhook)
+            return hook is not None and bool(hook.routes)
+
+        await until(seen, 30, interval=0.05, what=f"routes of {webhook} reach ingest")
+
+    async def forwarder_sees(self, owner: Owner, destination: str, state: str) -> None:
+        """Until the forwarder's routing view holds ``destination`` in ``state``."""
+
+        async def seen() -> bool:
+            found = await self.forwarder.view.destination(owner.username, destination)
+            return found is not None and found.state.value == state
+
+        await until(seen, 30, interval=0.05, what=f"the forwarder sees {destination} {state}")
+
+    async def event(
+        self, owner: Owner, webhook: str, request_id: str, status: str, deliveries: int
+    ) -> dict[str, Any]:
+        """The event, once it has ``status`` and ``deliveries`` deliveries, all finished when
+        the status is."""
+        found: dict[str, Any] = {}
+
+        async def settled() -> bool:
+            nonlocal found
+            listing = await owner.client.get(
+                f"/api/v1/webhooks/{webhook}/events", params={"request_id": request_id}
+            )
+            items = listing.json().get("items", []) if listing.status_code == 200 else []
+            if not items:
+                return False
+            detail = await owner.client.get(f"/api/v1/events/{items[0]['id']}")
+            found = detail.json()
+            return bool(found["status"] == status and len(found["deliveries"]) == deliveries)
+
+        await until(settled, 60, interval=0.1, what=f"event {request_id} {status}")
+        return found
+
+
+async def make(owner: Owner, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = await owner.client.post(f"/api/v1{path}", json=body)
+    assert response.status_code == 201, response.text
+    made: dict[str, Any] = response.json()
+    return made
+
+
+@pytest.fixture(scope="module")
+async def stack(
+    settings: Settings, dashboard_settings: DashboardSettings, receiver: Receiver
+) -> AsyncIterator[Stack]:
+    fs = await forwarder_namespace(settings)
+    ds = dashboard_settings.model_copy(update={"kafka_namespace": fs.kafka_namespace})
+    app = create_app(ingest_settings(settings, kafka_namespace=fs.kafka_namespace))
+    forwarder = Forwarder(fs)
+    async with (
+        serve_dashboard(ds) as dashboard,
+        running(forwarder),
+        running(Recorder(fs)),
+        app.router.lifespan_context(app),
+    ):
+        ingest: Ingest = app.state.ingest
+        async with asyncio.timeout(30):
+            await ingest.kafka_connected.wait()
+            await ingest.view.following.wait()
+        transport = httpx.ASGITransport(app=app, client=("198.51.100.7", 40000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as intake:
+            yield Stack(dashboard, ingest, intake, receiver, forwarder)
+
+
+def event_ids(receiver: Receiver, url: str) -> list[str]:
+    return [r.header("x-hookbay-event-id") or "" for r in receiver.received(url)]
+
+
+class TestRoutedDelivery:
+    async def test_fan_out_byte_exact_with_a_filter_and_destination_headers(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        urls = [stack.receiver.url() for _ in range(3)]
+        await make(owner, "/webhooks", {"name": "orders"})
+        for index, url in enumerate(urls):
+            await make(owner, "/destinations", {
+                "name": f"d{index}", "url": url,
+                "headers": {"Authorization": f"Bearer token-{index}"},
+            })  # fmt: skip
+        await make(owner, "/webhooks/orders/routes", {"name": "all", "destination": "d0"})
+        await make(owner, "/webhooks/orders/routes", {"name": "copy", "destination": "d1"})
+        await make(owner, "/webhooks/orders/routes", {
+            "name": "invoices", "destination": "d2",
+            "filter": {"body": {"type": {"$startsWith": "invoice."}}},
+        })  # fmt: skip
+        await stack.routed(owner, "orders")
+
+        charge = b'{"type": "charge.failed",  "amount": 1}'
+        invoice = b'{"type": "invoice.paid", "n": [1, 2]}'
+        first = await stack.send(owner, "orders", charge)
+        second = await stack.send(owner, "orders", invoice)
+
+        done = await stack.event(owner, "orders", first, "success", 3)
+        by_route = {d["route"]: d for d in done["deliveries"]}
+        assert by_route["all"]["status"] == by_route["copy"]["status"] == "success"
+        assert by_route["invoices"]["status"] == "filtered"
+        assert "charge.failed" in by_route["invoices"]["reason"]
+        assert by_route["all"]["destination"] == "d0"
+        await stack.event(owner, "orders", second, "success", 3)
+
+        for index, url in enumerate(urls):
+            bodies = [r.body for r in stack.receiver.received(url)]
+            assert bodies == ([charge, invoice] if index < 2 else [invoice])
+            auth = {r.header("authorization") for r in stack.receiver.received(url)}
+            assert auth == {f"Bearer token-{index}"}
+
+        other = await stack.owner()
+        hidden = await other.client.get(f"/api/v1/events/{done['id']}")
+        assert hidden.status_code == 404
+
+    async def test_query_filter_and_a_retry_on_its_destinations_schedule(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        url = stack.receiver.url(Reply(503, b"busy"))
+        await make(owner, "/webhooks", {"name": "hooks"})
+        await make(owner, "/destinations",
+                   {"name": "flaky", "url": url, "retry_schedule": ["0", "1s"]})  # fmt: skip
+        await make(owner, "/webhooks/hooks/routes", {
+            "name": "from-a", "destination": "flaky", "filter": {"query": {"src": "a"}},
+        })  # fmt: skip
+        await stack.routed(owner, "hooks")
+
+        skipped = await stack.send(owner, "hooks", b"{}", query="src=b")
+        taken = await stack.send(owner, "hooks", b"{}", query="src=a&x")
+        filtered = await stack.event(owner, "hooks", skipped, "success", 1)
+        assert filtered["deliveries"][0]["status"] == "filtered"
+        delivered = await stack.event(owner, "hooks", taken, "success", 1)
+        (delivery,) = delivered["deliveries"]
+        assert delivery["status"] == "success"
+        assert [a["status_code"] for a in delivery["attempts"]] == [503, 200]
+        assert [r.header("x-hookbay-attempt") for r in stack.receiver.received(url)] == ["1", "2"]
+
+    async def test_pause_holds_every_event_and_resume_delivers_them_in_order(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        url = stack.receiver.url()
+        await make(owner, "/webhooks", {"name": "serial"})
+        await make(owner, "/destinations",
+                   {"name": "legacy", "url": url, "max_concurrency": 1})  # fmt: skip
+        await make(owner, "/webhooks/serial/routes", {"name": "only", "destination": "legacy"})
+        await stack.routed(owner, "serial")
+        paused = await owner.client.post("/api/v1/destinations/legacy/pause")
+        assert paused.json()["state"] == "paused"
+        await stack.forwarder_sees(owner, "legacy", "paused")
+
+        sent = [await stack.send(owner, "serial", json.dumps({"n": n}).encode()) for n in range(6)]
+        events = [await stack.event(owner, "serial", r, "pending", 1) for r in sent]
+        assert {e["deliveries"][0]["status"] for e in events} == {"held"}
+        assert stack.receiver.received(url) == []
+
+        resumed = await owner.client.post("/api/v1/destinations/legacy/resume")
+        assert resumed.json()["state"] == "active"
+        for request_id in sent:
+            await stack.event(owner, "serial", request_id, "success", 1)
+        assert event_ids(stack.receiver, url) == [e["id"] for e in events]
+

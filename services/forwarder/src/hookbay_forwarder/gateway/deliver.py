@@ -1,0 +1,182 @@
+"""The lanes' deliver function: one attempt of a routed delivery, and what follows from it.
+
+``DestinationDelivery`` looks the destination up (by id, in the routing view) at the time of the
+attempt, so a destination fixed while paused gets its held tasks at its fixed URL, with its
+timeout and its headers (which replace the sender's of the same names). It writes, in one
+durable write (``hookbay_forwarder.writes``), the attempt (carrying the delivery id, the route
+and the destination's name: it moves the delivery's status) and, when the destination's retry
+schedule says so, the next attempt's task.
+
+A retry waits in the installation's delay tiers (``Topics.retry``) like a ``forward_url``
+retry; the task consumer hands it back to the deliveries topic when its tier is due, and the
+lane waits out any remainder (a destination's own schedule need not match the tiers). A wait
+shorter than every tier goes straight back to the deliveries topic.
+
+A destination deleted since the task was made: the delivery fails with that reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from typing import Protocol
+
+from hookbay_common.clock import utcnow
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.logs import get_logger
+from hookbay_common.models import (
+    Attempt,
+    AttemptTrigger,
+    Delivery,
+    DeliveryStatus,
+    DeliveryTask,
+    Destination,
+)
+from hookbay_common.routing.tasks import DestinationTask
+from hookbay_common.settings import parse_duration
+from hookbay_common.topics import Topics
+from hookbay_common.wire import encode_attempt, encode_delivery, encode_destination_task
+from hookbay_forwarder.delivery.consumer import NOT_BEFORE_HEADER
+from hookbay_forwarder.delivery.deliverer import Deliverer, Outcome
+from hookbay_forwarder.delivery.retry import (
+    RETRY_AFTER_STATUSES,
+    RetryPolicy,
+    is_retryable,
+    parse_retry_after,
+)
+from hookbay_forwarder.writes import Message
+
+log = get_logger("hookbay.forwarder")
+Write = Callable[[Sequence[Message]], Awaitable[None]]
+
+
+class DestinationLookup(Protocol):
+    def destination_by_id(self, destination_id: str) -> Destination | None: ...
+
+
+class DestinationDelivery:
+    def __init__(
+        self,
+        view: DestinationLookup,
+        deliverer: Deliverer,
+        write: Write,
+        topics: Topics,
+        *,
+        schedule: tuple[float, ...],
+        jitter: float,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._view = view
+        self._deliverer = deliverer
+        self._write = write
+        self._topics = topics
+        self._default = RetryPolicy(schedule, jitter)
+        self._tiers = self._default.tiers
+        self._jitter = jitter
+        self._rng = rng
+        self._policies: dict[tuple[str, ...], RetryPolicy] = {}
+
+    async def __call__(self, task: DestinationTask) -> str:
+        destination = self._view.destination_by_id(task.destination)
+        if destination is None:
+            await self._write([self._gone(task)])
+            return "failed"
+        outcome = await self._deliverer.attempt(
+            DeliveryTask(
+                event=task.event, chain_id=task.chain_id, trigger=task.trigger,
+                number=task.attempt, url=destination.url, not_before=task.not_before,
+            ),
+            timeout=float(destination.timeout_s),
+            extra_headers={k: v.get_secret_value() for k, v in destination.headers.items()},
+        )  # fmt: skip
+        delay = self._next_delay(destination, task, outcome)
+        attempt = _attempt(task, destination, outcome, delay)
+        key = task.event.id.encode()
+        messages = [Message(self._topics.attempts, encode_attempt(attempt), key)]
+        if delay is not None and attempt.next_retry_at is not None:
+            retry = dataclasses.replace(
+                task, attempt=task.attempt + 1, not_before=attempt.next_retry_at,
+                trigger=AttemptTrigger.RETRY
+                if task.trigger is AttemptTrigger.INITIAL
+                else task.trigger,
+            )  # fmt: skip
+            messages.append(self._retry_message(retry, delay))
+        await self._write(messages)
+        if outcome.status_code is not None and 200 <= outcome.status_code < 300:
+            return "success"
+        return "retry" if delay is not None else "failed"
+
+    def _policy(self, destination: Destination) -> RetryPolicy:
+        if destination.retry_schedule is None:
+            return self._default
+        policy = self._policies.get(destination.retry_schedule)
+        if policy is None:
+            schedule = tuple(parse_duration(d) for d in destination.retry_schedule)
+            policy = self._policies[destination.retry_schedule] = RetryPolicy(
+                schedule, self._jitter
+            )
+        return policy
+
+    def _next_delay(
+        self, destination: Destination, task: DestinationTask, outcome: Outcome
+    ) -> float | None:
+        if outcome.status_code is not None and 200 <= outcome.status_code < 300:
+            return None
+        if not is_retryable(outcome.status_code, outcome.error, blocked=outcome.blocked):
+            return None
+        retry_after = None
+        if outcome.status_code in RETRY_AFTER_STATUSES:
+            retry_after = parse_retry_after(outcome.headers.get("retry-after"))
+        wait = self._policy(destination).next_wait(task.attempt, retry_after, self._rng)
+        return wait.delay if wait is not None else None
+
+    def _retry_message(self, retry: DestinationTask, delay: float) -> Message:
+        """In the longest tier not longer than ``delay`` (the lane waits out the rest), or
+        straight back to the deliveries topic when every tier is longer."""
+        value = encode_destination_task(retry)
+        key = retry.destination.encode()
+        fitting = [tier for tier in self._tiers if tier <= delay]
+        if not fitting:
+            return Message(self._topics.deliveries, value, key)
+        due = str(int(retry.not_before.timestamp() * 1000)).encode()
+        return Message(
+            self._topics.retry(fitting[-1]), value, key, [(NOT_BEFORE_HEADER, due)]
+        )  # fmt: skip
+
+    def _gone(self, task: DestinationTask) -> Message:
+        event = task.event
+        delivery = Delivery(
+            id=task.delivery_id, event_id=event.id, webhook_id=event.webhook_id,
+            username=event.username, route=task.route, destination=task.destination,
+            status=DeliveryStatus.FAILED, reason="the destination was deleted", at=utcnow(),
+        )  # fmt: skip
+        return Message(self._topics.attempts, encode_delivery(delivery), event.id.encode())
+
+
+def _attempt(
+    task: DestinationTask, destination: Destination, outcome: Outcome, delay: float | None
+) -> Attempt:
+    return Attempt(
+        id=new_id(IdPrefix.ATTEMPT),
+        event_id=task.event.id,
+        username=task.event.username,
+        webhook_id=task.event.webhook_id,
+        chain_id=task.chain_id,
+        number=task.attempt,
+        trigger=task.trigger,
+        url=destination.url,
+        started_at=outcome.started_at,
+        status_code=outcome.status_code,
+        response_headers=outcome.headers,
+        response_body=outcome.body,
+        response_body_truncated=outcome.truncated,
+        latency_ms=outcome.latency_ms,
+        error=outcome.error,
+        will_retry=delay is not None,
+        next_retry_at=outcome.started_at + timedelta(seconds=delay) if delay is not None else None,
+        delivery_id=task.delivery_id,
+        route=task.route,
+        destination=destination.name,
+    )

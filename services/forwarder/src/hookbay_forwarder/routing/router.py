@@ -1,0 +1,163 @@
+"""The router: an event of a webhook with routes becomes one delivery per enabled route.
+
+For each of the webhook's enabled routes, in order, the router evaluates the route's filter on
+the event (``hookbay_common.routing``) and writes, in one durable write:
+
+- a delivery record (``delivery/1`` on the attempts topic, keyed by event id): ``filtered``
+  with the filter's reason; ``held`` (the reason: the destination's state reason) when the
+  destination is paused or disabled; ``scheduled`` (waiting for its first attempt) otherwise;
+  ``failed`` when the route names a destination that no longer exists;
+- for every delivery not filtered, its first task (``destination-task/1``) on the deliveries
+  topic, keyed by the destination's id, where the destination's lane picks it up.
+
+The configuration is the routing view's (the change log's, milliseconds behind a write). A
+webhook that lost its enabled routes between the event's capture and its routing gets one
+``filtered`` delivery saying so, so its event still settles.
+
+Delivery ids derive from (event id, route id): routing an event again after a crash gives the
+same deliveries (their tasks may run twice: at-least-once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Final, Protocol
+
+from hookbay_common.clock import utcnow
+from hookbay_common.ids import IdPrefix, derived_id
+from hookbay_common.models import (
+    AttemptTrigger,
+    Delivery,
+    DeliveryStatus,
+    Destination,
+    Event,
+    Route,
+    Webhook,
+)
+from hookbay_common.routing.filters import Filter, FilterError, Subject, Verdict, compile_filter
+from hookbay_common.routing.subject import event_subject
+from hookbay_common.routing.tasks import DestinationTask, delivery_id
+from hookbay_common.topics import Topics
+from hookbay_common.wire import encode_delivery, encode_destination_task
+from hookbay_forwarder.writes import Message
+
+Write = Callable[[Sequence[Message]], Awaitable[None]]
+NO_ROUTE: Final = "-"
+"""The route name of the delivery that says a webhook had no enabled route left."""
+FILTER_CACHE_SIZE: Final = 10_000
+
+
+class _Unreadable(Filter):
+    """A filter this version cannot read: it matches nothing, and says why."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    def evaluate(self, subject: Subject) -> Verdict:
+        return Verdict(matched=False, reason="the route's filter is not readable by this version")
+
+
+UNREADABLE: Final = _Unreadable()
+
+
+class RouteLookup(Protocol):
+    """What the router reads of the configuration (``RoutingView``)."""
+
+    async def webhook(self, username: str, name: str) -> Webhook | None: ...
+
+    async def destination(self, username: str, name: str) -> Destination | None: ...
+
+
+class Router:
+    def __init__(self, view: RouteLookup, write: Write, topics: Topics) -> None:
+        self._view = view
+        self._write = write
+        self._topics = topics
+        self._filters: dict[str, tuple[datetime, Filter | None]] = {}
+
+    async def route(
+        self,
+        event: Event,
+        *,
+        trigger: AttemptTrigger = AttemptTrigger.INITIAL,
+        source_id: str | None = None,
+    ) -> list[Delivery]:
+        """Write the deliveries of ``event`` over its webhook's current routes and return them.
+        ``source_id`` (default: the event's id) names this routing: a replay passes its own,
+        so its deliveries are new ones."""
+        source = source_id or event.id
+        at = event.created_at if trigger is AttemptTrigger.INITIAL else utcnow()
+        webhook = await self._view.webhook(event.username, event.webhook_name)
+        routes = [r for r in (webhook.routes if webhook else ()) if r.enabled]
+        if not routes:
+            nothing = self._delivery(event, source, NO_ROUTE, "", at, DeliveryStatus.FILTERED,
+                                     "the webhook has no enabled route")  # fmt: skip
+            await self._write([self._record(nothing)])
+            return [nothing]
+        subject: Subject | None = None
+        deliveries: list[Delivery] = []
+        messages: list[Message] = []
+        for route in routes:
+            compiled = self._filter(route)
+            if compiled is not None:
+                subject = subject or event_subject(event)
+                verdict = compiled.evaluate(subject)
+                if not verdict.matched:
+                    deliveries.append(self._delivery(
+                        event, source, route.name, route.destination, at,
+                        DeliveryStatus.FILTERED, verdict.reason, route.id,
+                    ))  # fmt: skip
+                    continue
+            destination = await self._view.destination(event.username, route.destination)
+            if destination is None:
+                deliveries.append(self._delivery(
+                    event, source, route.name, route.destination, at, DeliveryStatus.FAILED,
+                    f"destination {route.destination!r} no longer exists", route.id,
+                ))  # fmt: skip
+                continue
+            status, reason = DeliveryStatus.SCHEDULED, None
+            if destination.state.value != "active":
+                status = DeliveryStatus.HELD
+                reason = f"{destination.state.value}: {destination.state_reason or 'manual'}"
+            delivery = self._delivery(event, source, route.name, route.destination, at, status,
+                                      reason, route.id)  # fmt: skip
+            deliveries.append(delivery)
+            task = DestinationTask(
+                delivery_id=delivery.id, chain_id=derived_id(IdPrefix.CHAIN, delivery.id),
+                destination=destination.id, route=route.name, trigger=trigger, attempt=1,
+                not_before=at, event=event,
+            )  # fmt: skip
+            messages.append(Message(
+                self._topics.deliveries, encode_destination_task(task), destination.id.encode()
+            ))  # fmt: skip
+        await self._write([*(self._record(d) for d in deliveries), *messages])
+        return deliveries
+
+    def _filter(self, route: Route) -> Filter | None:
+        cached = self._filters.get(route.id)
+        if cached is not None and cached[0] == route.updated_at:
+            return cached[1]
+        compiled: Filter | None
+        try:
+            compiled = compile_filter(route.filter)
+        except FilterError:  # refused when saved: written by a later version; match nothing
+            compiled = UNREADABLE
+        if len(self._filters) >= FILTER_CACHE_SIZE:
+            self._filters.clear()
+        self._filters[route.id] = (route.updated_at, compiled)
+        return compiled
+
+    @staticmethod
+    def _delivery(
+        event: Event, source: str, route: str, destination: str, at: datetime,
+        status: DeliveryStatus, reason: str | None, route_id: str = NO_ROUTE,
+    ) -> Delivery:  # fmt: skip
+        return Delivery(
+            id=delivery_id(source, route_id), event_id=event.id, webhook_id=event.webhook_id,
+            username=event.username, route=route, destination=destination, status=status,
+            reason=reason, at=at,
+        )  # fmt: skip
+
+    def _record(self, delivery: Delivery) -> Message:
+        return Message(self._topics.attempts, encode_delivery(delivery), delivery.event_id.encode())
