@@ -5,9 +5,10 @@ Every writer (the dashboard API, the ``hookbay-admin`` CLI, the admin endpoints,
 publishes each change to the compacted topic ``Topics.config`` *after* its MongoDB write: the
 record as stored (a webhook's secrets, its ``verification``'s included, and a destination's
 header values sealed with ``SecretBox``, never in clear; a user without
-its password hash), or a deletion. Ingest replicas consume the topic and apply each change to
-their in-memory view (``hookbay_ingest.view``); they hold users and webhooks and skip
-destinations, which are for the delivery side.
+its password hash), or a deletion. Replicas follow the topic (``hookbay_common.changelog``) and
+apply each change to their in-memory view: ingest's (``hookbay_ingest.view``) holds users and
+webhooks and skips destinations; the forwarder's (``hookbay_forwarder.routing.view``) holds the
+webhooks that have routes and every destination, and skips users.
 
 Compatibility: a webhook's record carries ``routes`` only when it has some, and a
 ``verification`` only when it has one, so a record of a webhook without them reads on a replica
@@ -19,7 +20,7 @@ cannot leave an older state in place.
 
 Loss: a publication can be lost (the writer dies between its two writes, or Kafka is away); the
 publisher logs it and the writer's call still succeeds, because the change *is* committed. Each
-ingest replica's periodic reconciliation with MongoDB repairs such a loss.
+view's periodic reconciliation with MongoDB repairs such a loss.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ class ConfigPublisher:
 
     Never raises for Kafka's sake: the change is already committed, and an error here would tell
     the caller it was not. A publication that fails (Kafka away, no acknowledgement within
-    ``timeout``) is logged as ``config_publish_failed`` and repaired by ingest's reconciliation.
+    ``timeout``) is logged as ``config_publish_failed`` and repaired by the views' reconciliation.
     """
 
     def __init__(

@@ -127,3 +127,33 @@ class BreakerMetrics:
             "Breaker transitions by kind (opened, probing, reopened, closed, disabled).",
             ["kind"], registry=registry,
         )  # fmt: skip
+
+
+class RoutingViewMetrics:
+    """The routing view (``hookbay_forwarder.routing.view``), added to a process's registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.changes_applied = Counter(
+            name("forwarder_routing_view_changes_applied"),
+            "Configuration change-log records applied to this process's routing view.",
+            registry=r,
+        )  # fmt: skip
+        self.lag = Gauge(
+            name("forwarder_routing_view_changelog_lag"),
+            "Change-log records not yet read by this process.", registry=r,
+        )  # fmt: skip
+        self.unreadable = Counter(
+            name("forwarder_routing_view_unreadable_changes"),
+            "Change-log records this version could not read (skipped).", registry=r,
+        )  # fmt: skip
+        self.read_throughs = Counter(
+            name("forwarder_routing_view_read_throughs"),
+            "Lookups of webhooks or destinations missing from the view, read from MongoDB: "
+            "found or absent.", ["result"], registry=r,
+        )  # fmt: skip
+        self.reconcile_repairs = Counter(
+            name("forwarder_routing_view_reconcile_repairs"),
+            "View entries the periodic reconciliation found wrong and repaired (lost "
+            "publications).", registry=r,
+        )  # fmt: skip

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hookbay_common.changelog import ChangeLog
 from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.logs import get_logger
@@ -34,7 +35,7 @@ from hookbay_ingest.metrics import IngestMetrics
 from hookbay_ingest.receive import ReceivePipeline
 from hookbay_ingest.rendering import http_error
 from hookbay_ingest.settings import IngestSettings
-from hookbay_ingest.view import ChangeLog, ConfigView
+from hookbay_ingest.view import ConfigView
 
 log = get_logger("hookbay.ingest")
 
@@ -66,7 +67,10 @@ class Ingest:
         box = SecretBox(settings.secret_key.get_secret_value())
         self.view = ConfigView(
             UserRepository(db), WebhookRepository(db, box),
-            ChangeLog(settings.kafka_bootstrap, settings.topics.config_spec(), box),
+            ChangeLog(
+                settings.kafka_bootstrap, settings.topics.config_spec(), box,
+                client_id="hookbay-ingest-config",
+            ),
             self.metrics.view, settings.view_settings(),
         )  # fmt: skip
         self.limiter: RateLimiter = create_rate_limiter(settings.redis_url)

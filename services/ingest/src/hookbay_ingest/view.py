@@ -4,8 +4,9 @@ the change log.
 How a request finds its user and webhook (``user()``, ``webhook()``):
 
 1. **The view.** Loaded from MongoDB at start-up and kept current by the configuration change log
-   (``Topics.config``, ``hookbay_common.configlog``), which every writer publishes to after its
-   MongoDB write. A change is applied the moment the consumer receives it (milliseconds).
+   (``Topics.config``, ``hookbay_common.configlog``, read with ``hookbay_common.changelog``),
+   which every writer publishes to after its MongoDB write. A change is applied the moment the
+   consumer receives it (milliseconds).
 2. **Read-through on a miss.** A name the view does not hold is looked up in MongoDB: one query per
    key at a time (concurrent misses for one key share it), at most ``read_through_rate`` per second
    per replica (a token bucket holding ``read_through_burst``). A record found joins the view; an
@@ -33,32 +34,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
 from pymongo.errors import PyMongoError
 
+from hookbay_common.changelog import RECONNECT_INTERVAL, ChangeLog
 from hookbay_common.configlog import (
     ConfigChange,
     ConfigKey,
     Entity,
-    UnreadableChange,
-    decode_change,
     normalized_user,
     user_key,
     webhook_key,
 )
 from hookbay_common.db import UserRepository, WebhookRepository
-from hookbay_common.kafka import ensure_topics, topic_partitions
 from hookbay_common.logs import get_logger
 from hookbay_common.models import User, Webhook
-from hookbay_common.secrets_box import SecretBox
-from hookbay_common.topics import TopicSpec
 from hookbay_ingest.errors import ConfigUnavailable
 from hookbay_ingest.metrics import ViewMetrics
 
 log = get_logger("hookbay.ingest.view")
-RECONNECT_INTERVAL = 2.0
-SYNC_TIMEOUT = 1.0
 Record = User | Webhook
 _HELD = frozenset({Entity.USER.value, Entity.WEBHOOK.value})
 """The change log's entities a request needs; the others are skipped."""
@@ -319,102 +312,3 @@ class ConfigView:
             except Exception:  # keep serving the last good view; MongoDB may come back
                 log.warning("config_view_reconcile_failed", exc_info=True)
                 await asyncio.sleep(RECONNECT_INTERVAL)
-
-
-class ChangeLog:
-    """Reads the change log from its end as of ``connect``; the view loads MongoDB after taking
-    that end, so nothing committed before it is missed and everything after it is read."""
-
-    def __init__(self, bootstrap: str, spec: TopicSpec, box: SecretBox) -> None:
-        self._bootstrap = bootstrap
-        self._spec = spec
-        self._topic = spec.name
-        self._box = box
-        self._consumer: AIOKafkaConsumer | None = None
-        self._start: dict[TopicPartition, int] = {}
-        self._positions: dict[TopicPartition, int] = {}
-        self._ends: asyncio.Task[dict[TopicPartition, int]] | None = None
-        self._advanced = asyncio.Event()
-        self.at_end = False
-
-    async def connect(self) -> None:
-        """Until the broker answers: create the topic if it is missing (idempotent), assign
-        every partition, take the end offsets, seek there."""
-        while True:
-            consumer = AIOKafkaConsumer(
-                bootstrap_servers=self._bootstrap, enable_auto_commit=False,
-                client_id="hookbay-ingest-config", isolation_level="read_committed",
-                fetch_max_wait_ms=200,
-            )  # fmt: skip
-            try:
-                await ensure_topics(self._bootstrap, partitions=1, specs=[self._spec])
-                partitions = await topic_partitions(self._bootstrap, self._topic)
-                if not partitions:  # created a moment ago, not listed yet
-                    raise KafkaError(f"topic {self._topic} has no partitions yet")
-                await consumer.start()
-                assigned = [TopicPartition(self._topic, p) for p in partitions]
-                consumer.assign(assigned)
-                self._start = dict(await consumer.end_offsets(assigned))
-                for tp, offset in self._start.items():
-                    consumer.seek(tp, offset)
-                    self._positions[tp] = offset
-            except KafkaError as exc:
-                log.warning(
-                    "config_changelog_unreachable", bootstrap=self._bootstrap,
-                    error=type(exc).__name__,
-                )  # fmt: skip
-                await consumer.stop()
-                await asyncio.sleep(RECONNECT_INTERVAL)
-                continue
-            self._consumer = consumer
-            self.at_end = True
-            return
-
-    async def follow(self, metrics: ViewMetrics) -> Any:
-        """Every change from the end taken at ``connect`` on; unreadable records are skipped."""
-        assert self._consumer is not None
-        consumer = self._consumer
-        while True:
-            batch = await consumer.getmany(timeout_ms=500)
-            for tp, records in batch.items():
-                for record in records:
-                    self._positions[tp] = record.offset + 1
-                    try:
-                        change = decode_change(record.value, self._box)
-                    except UnreadableChange as exc:
-                        metrics.unreadable.inc()
-                        log.warning(
-                            "config_change_unreadable", offset=record.offset, error=str(exc)
-                        )
-                        continue
-                    yield change
-            lag = 0
-            for tp in self._start:
-                self._positions[tp] = await consumer.position(tp)
-                end = consumer.highwater(tp)
-                if end is not None:
-                    lag += max(0, end - self._positions[tp])
-            metrics.lag.set(lag)
-            self.at_end = lag == 0
-            self._advanced.set()  # every record of the batch is applied by now
-            self._advanced = asyncio.Event()
-
-    async def sync(self) -> None:
-        """Return once every record on the log when this was called has been applied; at most
-        ``SYNC_TIMEOUT`` s (Kafka away, or not followed yet: the view answers with what it holds).
-        Concurrent callers share one end-offset request (a caller arriving while one is in
-        flight joins it: the window is that request's round trip)."""
-        consumer = self._consumer
-        if consumer is None:
-            return
-        with contextlib.suppress(TimeoutError, KafkaError):
-            async with asyncio.timeout(SYNC_TIMEOUT):
-                if self._ends is None or self._ends.done():
-                    self._ends = asyncio.create_task(consumer.end_offsets(list(self._start)))
-                ends = await asyncio.shield(self._ends)
-                while any(self._positions.get(tp, 0) < end for tp, end in ends.items()):
-                    await self._advanced.wait()
-
-    async def stop(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.stop()
