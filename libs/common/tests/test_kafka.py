@@ -42,7 +42,7 @@ class TestTopics:
     def test_one_tier_per_distinct_retry_delay(self) -> None:
         specs = Topics("ns").specs([10.0, 60.0, 60.0, 0.5, 21600.0])
         assert [spec.name for spec in specs] == [
-            "ns.events", "ns.attempts", "ns.events.dlq", "ns.replays",
+            "ns.events", "ns.attempts", "ns.events.dlq", "ns.replays", "ns.deliveries",
             "ns.retry.10s", "ns.retry.1m", "ns.retry.500ms", "ns.retry.6h", "ns.config",
             "ns.stats.facts", "ns.stats.buckets-changelog",
         ]  # fmt: skip
@@ -102,7 +102,7 @@ class TestEnsureTopics:
 
     async def test_hookbay_topics(self, kafka_bootstrap: str) -> None:
         specs = Topics(f"test.{unique_name()}").specs([1.0, 2.0])
-        assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 9
+        assert len(await ensure_topics(kafka_bootstrap, partitions=6, specs=specs)) == 10
         assert await ensure_topics(kafka_bootstrap, partitions=6, specs=specs) == []
 
     async def test_configured_replication_factor_reaches_the_broker(

@@ -23,6 +23,7 @@ from hookbay_common.wire import (
     encode_event,
     encode_task,
     is_delivery_record,
+    is_destination_task,
     max_event_bytes,
     peek_destination_task,
 )
@@ -55,6 +56,19 @@ class TestEventWire:
             created_at=datetime(2026, 11, 21, 1, 2, 3, 456000, tzinfo=UTC),
         )
         assert decode_event(encode_event(event)) == event
+
+    def test_routed_and_query_travel_and_are_left_out_at_their_defaults(self) -> None:
+        routed = create_event(routed=True, query="src=a&b=%20")
+        assert decode_event(encode_event(routed)) == routed
+        plain = msgpack.unpackb(encode_event(create_event()), raw=False)
+        assert "routed" not in plain
+        assert "query" not in plain  # earlier recorders and stats processors read it unchanged
+
+    def test_a_destination_task_is_told_from_other_records(self) -> None:
+        task = encode_destination_task(create_destination_task())
+        assert is_destination_task(task)
+        assert not is_destination_task(encode_event(create_event()))
+        assert not is_destination_task(encode_delivery(create_delivery(create_event())))
 
     def test_large_body_has_no_base64_overhead(self) -> None:
         body = os.urandom(4_500_000)

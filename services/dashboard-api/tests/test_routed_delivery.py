@@ -41,11 +41,10 @@ class Stack:
         path = f"/w/{owner.username}/{webhook}" + (f"?{query}" if query else "")
         answers: list[httpx.Response] = []
 
+        headers = {"content-type": "application/json"}
+
         async def answered() -> bool:  # a 503 (Kafka slow on a new topic) is sent again
-            answers.append(
-                await self.intake.post(path, content=body,
-                                       headers={"content-type": "application/json"})  # fmt: skip
-            )
+            answers.append(await self.intake.post(path, content=body, headers=headers))
             return answers[-1].status_code != 503
 
         await until(answered, 60, interval=0.2, what=f"an answer to {path}")
@@ -90,7 +89,10 @@ class Stack:
             found = detail.json()
             return bool(found["status"] == status and len(found["deliveries"]) == deliveries)
 
-        await until(settled, 60, interval=0.1, what=f"event {request_id} {status}")
+        try:
+            await until(settled, 60, interval=0.1, what=f"event {request_id} {status}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen: {found}") from None
         return found
 
 
@@ -218,4 +220,3 @@ class TestRoutedDelivery:
         for request_id in sent:
             await stack.event(owner, "serial", request_id, "success", 1)
         assert event_ids(stack.receiver, url) == [e["id"] for e in events]
-

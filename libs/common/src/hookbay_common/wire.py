@@ -31,7 +31,12 @@ _ATTEMPT_ROUTING = ("delivery_id", "route", "destination")
 """Left out when ``None``: an attempt of the ``forward_url`` path keeps its old shape, which
 recorders and stats processors of earlier versions read."""
 DELIVERY_SCHEMA = "delivery/1"
-_OMITTED_WHEN_DEFAULT = (("verification", None), ("handshake", None), ("routed", False), ("query", None))
+_OMITTED_WHEN_DEFAULT = (
+    ("verification", None),
+    ("handshake", None),
+    ("routed", False),
+    ("query", None),
+)
 """Event fields left out at their default: an event without them keeps the shape recorders and
 stats processors of earlier versions read."""
 TASK_SCHEMA = "task/1"

@@ -82,5 +82,3 @@ class DurableWriter:
                 elif isinstance(outcome, BaseException):
                     raise outcome
         return failed, error
-
-

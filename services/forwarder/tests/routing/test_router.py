@@ -79,7 +79,8 @@ class TestRouter:
             ("a", DeliveryStatus.SCHEDULED), ("b", DeliveryStatus.FILTERED),
             ("c", DeliveryStatus.SCHEDULED),
         ]  # fmt: skip
-        assert deliveries[1].reason is not None and "/body/ok" in deliveries[1].reason
+        assert deliveries[1].reason is not None
+        assert "/body/ok" in deliveries[1].reason
         assert written.deliveries() == deliveries
         tasks = written.tasks()
         ids = [config.destinations["billing"].id, config.destinations["analytics"].id]

@@ -38,6 +38,8 @@ MAX_FILTER_BYTES: Final = 16 * 1024
 """A filter's size as JSON text: twenty of them keep a webhook's record far below Kafka's
 message limit."""
 WRITE_ATTEMPTS: Final = 5
+
+
 class FilterRefused(InvalidRequest):
     """A filter the engine refuses, as a 422 whose ``detail`` names the JSON pointer."""
 

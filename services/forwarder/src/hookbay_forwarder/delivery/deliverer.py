@@ -199,13 +199,13 @@ class Deliverer:
         self,
         task: DeliveryTask,
         *,
-        timeout: float | None = None,
+        within: float | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> Outcome:
         """POST the event to ``task.url``; never raises for anything the destination does.
-        ``timeout`` (default: the deliverer's) bounds the whole answer; ``extra_headers`` (a
-        destination's own) replace the sender's headers of the same names."""
-        timeout = self._timeout if timeout is None else timeout
+        ``within`` (seconds; default: the deliverer's timeout) bounds the whole answer;
+        ``extra_headers`` (a destination's own) replace the sender's headers of the same names."""
+        timeout = self._timeout if within is None else within
         started_at = utcnow()
         clock = time.perf_counter()
         try:

@@ -12,7 +12,6 @@ consume loop commits after that.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -68,13 +67,16 @@ class ForwarderHandlers:
         self.write = DurableWriter(self.producer, self.metrics).write
 
     async def on_event(self, record: Any) -> None:
-        """A captured event: its first attempt, unless it has nothing to deliver (rejected by
-        its signature, or no destination), which the recorder settles on its own."""
+        """A captured event: routed over its webhook's routes when it had some, and its first
+        attempt to its ``forward_url`` when it has one. One with nothing to deliver (rejected
+        by its signature, a handshake, or no destination) the recorder settles on its own."""
         try:
             event = decode_event(record.value)
         except WireError as exc:
             await self._unreadable(record, str(exc))
             return
+        if event.deliverable and event.routed and self.router is not None:
+            await self.router.route(event)
         if not event.forwardable:
             return
         assert event.forward_url is not None
@@ -202,6 +204,7 @@ class ForwarderHandlers:
         headers = _dlq_headers(reason, detail, None)
         await self.write([Message(self.topics.events_dlq, value, key, headers)])
         self.metrics.dead_lettered.labels(reason).inc()
+
 
 def _attempt(task: DeliveryTask, outcome: Outcome, wait: Wait | None) -> Attempt:
     return Attempt(

@@ -88,7 +88,7 @@ class DestinationDelivery:
                 event=task.event, chain_id=task.chain_id, trigger=task.trigger,
                 number=task.attempt, url=destination.url, not_before=task.not_before,
             ),
-            timeout=float(destination.timeout_s),
+            within=float(destination.timeout_s),
             extra_headers={k: v.get_secret_value() for k, v in destination.headers.items()},
         )  # fmt: skip
         delay = self._next_delay(destination, task, outcome)

@@ -41,7 +41,8 @@ log = get_logger("hookbay.lanes")
 
 def partition_of(key: bytes, partitions: int) -> int:
     """The partition the default partitioner (Java's and aiokafka's) gives a keyed record."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    hashed: int = murmur2(key)
+    return (hashed & 0x7FFFFFFF) % partitions
 
 
 class LaneFeed(ConsumerRebalanceListener):  # type: ignore[misc]

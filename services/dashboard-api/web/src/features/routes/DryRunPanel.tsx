@@ -61,7 +61,7 @@ export function DryRunPanel({
       </div>
       <p className="text-xs text-muted">
         The route as edited, tried against this webhook's newest stored events. Nothing is
-        delivered. Stored events keep no query string: a query condition sees no parameters.
+        delivered.
       </p>
       {filter === undefined || refused ? (
         <p className="text-sm text-muted">Fix the filter to see which events it takes.</p>
