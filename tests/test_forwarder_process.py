@@ -265,7 +265,10 @@ async def consumers_stopped(forwarder: ServiceProcess) -> bool:
     ready = await forwarder.get("/readyz")
     checks = ready.json()
     return (
-        ready.status_code == 503 and not checks["events_consumer"] and not checks["tasks_consumer"]
+        ready.status_code == 503
+        and not checks["events_consumer"]
+        and not checks["tasks_consumer"]
+        and not checks["deliveries_consumer"]
     )
 
 
@@ -287,8 +290,9 @@ class TestOpsEndpoints:
         async with service_process("forwarder", penv, tmp_path / "forwarder.log") as forwarder:
             await expect_alive_and_ready(
                 forwarder,
-                {"kafka": True, "producer": True, "events_consumer": True, "tasks_consumer": True},
-            )
+                {"kafka": True, "producer": True, "events_consumer": True, "tasks_consumer": True,
+                 "deliveries_consumer": True, "routing_view": True},
+            )  # fmt: skip
             url = receiver.url()
             await produce_events(producer, fs, [create_event(username=unique_name("u"), forward_url=url)])  # fmt: skip
             await receiver.wait_for(url, 1)
@@ -301,6 +305,8 @@ class TestOpsEndpoints:
                 ("hookbay_producer_seconds_since_success", None, {"producer": "hookbay-forwarder"}),
                 ("hookbay_consumer_seconds_since_commit", None,
                  {"consumer": f"{fs.topics.namespace}.forwarder"}),
+                ("hookbay_lanes_held_deliveries", 0.0, {}),
+                ("hookbay_forwarder_routing_view_changelog_lag", 0.0, {}),
             )  # fmt: skip
 
     async def test_recorder(

@@ -223,6 +223,8 @@ class Forwarder:
             for ordered in (self.events, self.tasks):
                 report_lag(self.metrics, ordered.name, ordered.consumer, ordered.lag())
                 self.metrics.buffered.labels(ordered.name).set(ordered.buffered)
+            feed = self.deliveries
+            report_lag(self.metrics, feed.name, feed.consumer, feed.lag())
             for tp, lag in self.tasks.lag().items():
                 if tp.topic != self.topics.replays:
                     waiting += lag

@@ -223,7 +223,7 @@ class Deliverer:
             names = {name.lower().encode("latin-1") for name in extra_headers}
             headers = [(name, value) for name, value in headers if name not in names]
             headers += [
-                (name.lower().encode("latin-1"), value.encode())
+                (name.lower().encode("latin-1"), value.encode("latin-1"))
                 for name, value in extra_headers.items()
             ]
         headers += [

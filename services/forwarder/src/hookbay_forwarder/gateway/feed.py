@@ -136,6 +136,16 @@ class LaneFeed(ConsumerRebalanceListener):  # type: ignore[misc]
             except KafkaError as exc:
                 log.warning("final_commit_failed", consumer=self.name, error=type(exc).__name__)
 
+    def lag(self) -> dict[TopicPartition, int]:
+        """Records in each assigned partition not yet handled (or held) and committed."""
+        lags = {}
+        for tp in self.consumer.assignment():
+            highwater = self.consumer.highwater(tp)
+            position = self._committed.get(tp)
+            if highwater is not None and position is not None:
+                lags[tp] = max(0, highwater - position)
+        return lags
+
     def _submit(self, tp: TopicPartition, record: Any) -> None:
         try:
             task = decode_destination_task(record.value)
