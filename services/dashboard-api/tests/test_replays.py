@@ -360,7 +360,7 @@ class TestReplayPreview:
 
         assert response.status_code == 200, response.text
         assert response.json() == {
-            "webhook_name": hook.name, "count": 3, "url": url, "running_job_id": None
+            "webhook_name": hook.name, "count": 3, "url": url, "routes": [], "running_job_id": None
         }  # fmt: skip
         assert await ReplayJobRepository(stack.db).running_for_webhook(hook.id) is None
         started = await owner.client.post(f"/api/v1/webhooks/{hook.name}/events/replay")

@@ -220,3 +220,49 @@ class TestRoutedDelivery:
         for request_id in sent:
             await stack.event(owner, "serial", request_id, "success", 1)
         assert event_ids(stack.receiver, url) == [e["id"] for e in events]
+
+
+class TestRoutedReplay:
+    async def test_a_replay_routes_again_and_its_deliveries_alone_give_the_status(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        broken = stack.receiver.url(then=Reply(400, b"bad"))
+        fixed = stack.receiver.url()
+        await make(owner, "/webhooks", {"name": "replayed"})
+        await make(owner, "/destinations", {"name": "svc", "url": broken})
+        await make(owner, "/destinations", {"name": "audit", "url": fixed})
+        await make(owner, "/webhooks/replayed/routes", {"name": "main", "destination": "svc"})
+        await stack.routed(owner, "replayed")
+        request_id = await stack.send(owner, "replayed", b'{"kind": "a"}')
+        failed = await stack.event(owner, "replayed", request_id, "failed", 1)
+
+        # fix the destination and add a route whose filter this event fails
+        changed = await owner.client.patch("/api/v1/destinations/svc", json={"url": fixed})
+        assert changed.status_code == 200, changed.text
+        await make(owner, "/webhooks/replayed/routes", {
+            "name": "b-only", "destination": "audit", "filter": {"body": {"kind": "b"}},
+        })  # fmt: skip
+        await stack.forwarder_sees(owner, "svc", "active")
+
+        async def url_fixed() -> bool:
+            found = await stack.forwarder.view.destination(owner.username, "svc")
+            return found is not None and found.url == fixed
+
+        await until(url_fixed, 30, interval=0.05, what="the forwarder sees the fixed URL")
+        replayed = await owner.client.post(f"/api/v1/events/{failed['id']}/replay")
+        assert replayed.status_code == 202, replayed.text
+        accepted = replayed.json()
+        assert (accepted["url"], accepted["routes"]) == (None, ["main", "b-only"])
+
+        done = await stack.event(owner, "replayed", request_id, "success", 3)
+        latest = [d for d in done["deliveries"] if d["id"] != failed["deliveries"][0]["id"]]
+        assert sorted((d["route"], d["status"]) for d in latest) == [
+            ("b-only", "filtered"), ("main", "success"),
+        ]  # fmt: skip
+        assert [a["trigger"] for a in done["attempts"]] == ["initial", "replay"]
+        assert len(stack.receiver.received(fixed)) == 1
+
+        other = await stack.owner()
+        refused = await other.client.post(f"/api/v1/events/{failed['id']}/replay")
+        assert refused.status_code == 404

@@ -644,16 +644,30 @@ class Delivery(_Record):
 
 
 def event_status_of(deliveries: Iterable[Delivery]) -> EventStatus:
-    """An event's status from its deliveries: any failed → failed; else any unfinished (held,
-    scheduled, delivering) → pending; else success (also when every route filtered it out or
-    none matched). ``transform_failed`` counts as failed, ``deduplicated`` and ``filtered`` as
-    finished without delivery."""
-    statuses = {d.status for d in deliveries}
+    """An event's status from the deliveries of its latest routing (``latest_routing``): any
+    failed → failed; else any unfinished (held, scheduled, delivering) → pending; else success
+    (also when every route filtered it out or none matched). ``transform_failed`` counts as
+    failed, ``deduplicated`` and ``filtered`` as finished without delivery."""
+    statuses = {d.status for d in latest_routing(deliveries)}
     if statuses & {DeliveryStatus.FAILED, DeliveryStatus.TRANSFORM_FAILED}:
         return EventStatus.FAILED
     if statuses & _UNFINISHED:
         return EventStatus.PENDING
     return EventStatus.SUCCESS
+
+
+def latest_routing(deliveries: Iterable[Delivery]) -> list[Delivery]:
+    """The deliveries of an event's latest routing: its first, or its latest replay's. A
+    delivery id names its routing (``routing.tasks.delivery_id``: the event's id, or the
+    replay's chain id, whose time-ordered suffix sorts later routings after earlier ones)."""
+    by_routing: dict[str, list[Delivery]] = {}
+    for delivery in deliveries:
+        by_routing.setdefault(_routing_of(delivery.id), []).append(delivery)
+    return by_routing[max(by_routing)] if by_routing else []
+
+
+def _routing_of(delivery_id: str) -> str:
+    return delivery_id.split("_")[1]
 
 
 class Attempt(_Record):
@@ -732,12 +746,14 @@ class DeliveryTask(_Record):
     not_before: datetime
 
     @classmethod
-    def replay(cls, event: Event, url: str, *, now: datetime) -> DeliveryTask:
-        """A new attempt chain for ``event`` to ``url`` (the webhook's current destination),
-        to publish on ``Topics.replays`` keyed by the event id."""
+    def replay(
+        cls, event: Event, url: str, *, now: datetime, chain_id: str | None = None
+    ) -> DeliveryTask:
+        """A new attempt chain (``chain_id``, default a new one) for ``event`` to ``url`` (the
+        webhook's current destination), to publish on ``Topics.replays`` keyed by the event id."""
         return cls(
-            event=event, chain_id=new_id(IdPrefix.CHAIN), trigger=AttemptTrigger.REPLAY,
-            number=1, url=url, not_before=now,
+            event=event, chain_id=chain_id or new_id(IdPrefix.CHAIN),
+            trigger=AttemptTrigger.REPLAY, number=1, url=url, not_before=now,
         )  # fmt: skip
 
 

@@ -41,6 +41,7 @@ _OMITTED_WHEN_DEFAULT = (
 stats processors of earlier versions read."""
 TASK_SCHEMA = "task/1"
 DESTINATION_TASK_SCHEMA = "destination-task/1"
+ROUTE_REQUEST_SCHEMA = "route-request/1"
 
 
 class WireError(ValueError):
@@ -284,6 +285,28 @@ def decode_destination_task(value: bytes) -> DestinationTask:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise WireError(f"invalid {DESTINATION_TASK_SCHEMA} message: {exc}") from None
+
+
+def encode_route_request(event: Event, chain_id: str) -> bytes:
+    """A request to route ``event`` again over its webhook's current routes (a replay), as a
+    new routing named ``chain_id``; published on ``Topics.replays`` keyed by event id."""
+    return _pack(ROUTE_REQUEST_SCHEMA, {"chain_id": chain_id, "event": _event_to_fields(event)})
+
+
+def is_route_request(value: bytes) -> bool:
+    return value[1 : 1 + len(_ROUTE_REQUEST_PREFIX)] == _ROUTE_REQUEST_PREFIX
+
+
+_ROUTE_REQUEST_PREFIX: Final = _pack(ROUTE_REQUEST_SCHEMA, {})[1:]
+
+
+def decode_route_request(value: bytes) -> tuple[Event, str]:
+    """The event and the routing's chain id."""
+    fields = _unpack(ROUTE_REQUEST_SCHEMA, value)
+    try:
+        return _event_from_fields(fields["event"]), _text(fields["chain_id"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"invalid {ROUTE_REQUEST_SCHEMA} message: {exc}") from None
 
 
 def _text(value: Any) -> str:

@@ -117,7 +117,8 @@ def events_replay(state: CliState, event_id: str) -> None:
     state.emit(
         accepted.model_dump(mode="json"),
         human=lambda c: c.print(
-            f"queued replay of {accepted.event_id} to {accepted.url} (chain {accepted.chain_id})"
+            f"queued replay of {accepted.event_id} to "
+            f"{_replay_targets(accepted.url, accepted.routes)} (chain {accepted.chain_id})"
         ),
     )
 
@@ -244,3 +245,10 @@ def _tail_line(event: EventHead, *, as_json: bool) -> str:
     cells = [view["created_at"], view["id"], view["request_id"], view["status"]]
     cells += [view["content_type"] or "-", view["client_ip"]]
     return "  ".join(cells)
+
+
+def _replay_targets(url: str | None, routes: list[str]) -> str:
+    targets = [url] if url else []
+    if routes:
+        targets.append(f"routes {', '.join(routes)}")
+    return " and ".join(targets)

@@ -14,7 +14,13 @@ class ReplayAccepted(BaseModel):
 
     event_id: str
     chain_id: str
-    url: str = Field(description="The destination the replay goes to: the webhook's current one.")
+    url: str | None = Field(
+        description="The webhook's forward URL the replay goes to (null: it has none now)."
+    )
+    routes: list[str] = Field(
+        description="The webhook's enabled routes the event is routed over again, filters "
+        "re-evaluated (empty: it has none now); the new deliveries alone give the event's status.",
+    )
 
 
 class ReplayJobRead(BaseModel):
@@ -47,7 +53,10 @@ class ReplayPreview(BaseModel):
 
     webhook_name: str
     count: int = Field(description="Failed events of the webhook received before now.")
-    url: str = Field(description="The destination the replays would go to.")
+    url: str | None = Field(
+        description="The webhook's forward URL the replays would go to (null: it has none now)."
+    )
+    routes: list[str] = Field(description="The enabled routes the events would be routed over.")
     running_job_id: str | None = Field(
         description="The webhook's bulk replay already running (a new one answers 409), if any."
     )

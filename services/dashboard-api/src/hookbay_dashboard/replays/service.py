@@ -1,9 +1,12 @@
 """Replays: one event at once, or every failed event of a webhook as a background job.
 
-A replay is a ``DeliveryTask`` with trigger ``replay`` to the webhook's *current* destination,
-published on ``Topics.replays`` keyed by the event id; the forwarder runs it as a new attempt
-chain and the recorder makes the event's status follow it. Events rejected by their signature
-are never replayed (they were never forwarded, on purpose).
+A replay goes where the webhook delivers *now*: to its ``forward_url``, a ``DeliveryTask``
+with trigger ``replay`` (the forwarder runs it as a new attempt chain and the recorder makes the
+event's status follow it); over its enabled routes, a route request (``wire.encode_route_request``)
+that the forwarder's router routes again, filters re-evaluated, as a new routing whose
+deliveries alone give the event's status. Both are published on ``Topics.replays`` keyed by the
+event id, under one chain id. Events rejected by their signature are never replayed (they were
+never forwarded, on purpose).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
@@ -42,7 +46,7 @@ from hookbay_common.logs import get_logger
 from hookbay_common.models import DeliveryTask, Event, Webhook
 from hookbay_common.producer import ResilientProducer
 from hookbay_common.topics import Topics
-from hookbay_common.wire import encode_task
+from hookbay_common.wire import encode_route_request, encode_task
 from hookbay_dashboard.replays.schemas import ReplayAccepted, ReplayPreview
 
 log = get_logger("hookbay.dashboard.replays")
@@ -87,14 +91,15 @@ class ReplayPublisher:
         """``ServiceUnavailable`` while the broker is unreachable."""
         self._producer()
 
-    async def publish(self, tasks: Sequence[DeliveryTask]) -> None:
+    async def publish(self, replays: Sequence[Replay]) -> None:
         producer = self._producer()
         topic = self.topics.replays
         try:
             async with asyncio.timeout(self._timeout):
                 sent = [
-                    await producer.send(topic, encode_task(task), key=task.event.id.encode())
-                    for task in tasks
+                    await producer.send(topic, value, key=replay.event.id.encode())
+                    for replay in replays
+                    for value in replay.records()
                 ]
                 await asyncio.gather(*sent)
         except (KafkaError, TimeoutError) as exc:
@@ -102,13 +107,43 @@ class ReplayPublisher:
             raise _unavailable("Kafka did not acknowledge the replay; try again shortly") from None
 
 
-def _destination(webhook: Webhook) -> str:
-    if webhook.forward_url is None:
+def targets(webhook: Webhook) -> tuple[str | None, tuple[str, ...]]:
+    """Where the webhook delivers now: its forward URL and its enabled routes' names;
+    ``NothingToDeliverTo`` when neither."""
+    routes = tuple(route.name for route in webhook.routes if route.enabled)
+    if webhook.forward_url is None and not routes:
         raise NothingToDeliverTo(
-            f"webhook {webhook.name!r} has no forward URL: nothing to deliver to; set one first",
+            f"webhook {webhook.name!r} has no forward URL and no enabled route: nothing to "
+            "deliver to; set one first",
             webhookName=webhook.name,
         )
-    return webhook.forward_url
+    return webhook.forward_url, routes
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One event's replay: to ``url`` (the webhook's ``forward_url``) and/or over ``routes``
+    (the names of its enabled routes), as one chain."""
+
+    event: Event
+    chain_id: str
+    url: str | None
+    routes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, event: Event, webhook: Webhook) -> Replay:
+        """``NothingToDeliverTo`` when the webhook has neither a forward URL nor a route."""
+        url, routes = targets(webhook)
+        return cls(event, new_id(IdPrefix.CHAIN), url, routes)
+
+    def records(self) -> list[bytes]:
+        records = []
+        if self.url is not None:
+            task = DeliveryTask.replay(self.event, self.url, now=utcnow(), chain_id=self.chain_id)
+            records.append(encode_task(task))
+        if self.routes:
+            records.append(encode_route_request(self.event, self.chain_id))
+        return records
 
 
 class ReplayService:
@@ -156,19 +191,21 @@ class ReplayService:
                 f"the webhook of event {event_id!r} was deleted: nothing to deliver to",
                 eventId=event_id,
             )
-        url = _destination(webhook)
-        task = DeliveryTask.replay(event, url, now=utcnow())
-        await self._publisher.publish([task])
-        log.info("replay_queued", event_id=event.id, chain_id=task.chain_id)
-        return ReplayAccepted(event_id=event.id, chain_id=task.chain_id, url=url)
+        replay = Replay.of(event, webhook)
+        await self._publisher.publish([replay])
+        log.info("replay_queued", event_id=event.id, chain_id=replay.chain_id)
+        return ReplayAccepted(
+            event_id=event.id, chain_id=replay.chain_id, url=replay.url, routes=list(replay.routes)
+        )
 
     async def replay_failed(self, username: str, webhook_name: str) -> ReplayJob:
         """Start a job replaying the webhook's failed events created before now (see
         ``ReplayJobRunner``). One running job per webhook: ``ReplayAlreadyRunning`` while one
         runs (two requests at the same instant may both start one). ``NothingToDeliverTo``
-        without a forward URL, ``ServiceUnavailable`` while Kafka is unreachable."""
+        without a forward URL nor an enabled route, ``ServiceUnavailable`` while Kafka is
+        unreachable."""
         webhook = await self._webhooks.require(username, webhook_name)
-        _destination(webhook)
+        targets(webhook)
         self._publisher.ready()
         running = await self._jobs.running_for_webhook(webhook.id)
         if running is not None:
@@ -192,13 +229,13 @@ class ReplayService:
     async def preview_failed(self, username: str, webhook_name: str) -> ReplayPreview:
         """What ``replay_failed`` would start now: how many failed events it would publish
         (counted exactly as the job counts its ``total``) and where to. Publishes nothing;
-        ``NothingToDeliverTo`` without a forward URL, like the replay itself."""
+        ``NothingToDeliverTo`` without a forward URL nor an enabled route, like the replay."""
         webhook = await self._webhooks.require(username, webhook_name)
-        url = _destination(webhook)
+        url, routes = targets(webhook)
         running = await self._jobs.running_for_webhook(webhook.id)
         return ReplayPreview(
             webhook_name=webhook.name, count=await self._jobs.count_failed(webhook.id, before=utcnow()),
-            url=url, running_job_id=running.id if running is not None else None,
+            url=url, routes=list(routes), running_job_id=running.id if running is not None else None,
         )  # fmt: skip
 
     async def get_job(self, username: str, webhook_name: str, job_id: str) -> ReplayJob:
@@ -309,8 +346,13 @@ class ReplayJobRunner:
         """Publish the next page; the job as recorded after it, ``None`` when the job ended
         or this runner lost it."""
         webhook = await self._webhooks.get_by_id(job.webhook_id)
-        if webhook is None or webhook.forward_url is None:
-            reason = "was deleted" if webhook is None else "has no forward URL any more"
+        routed = webhook is not None and any(route.enabled for route in webhook.routes)
+        if webhook is None or (webhook.forward_url is None and not routed):
+            reason = (
+                "was deleted"
+                if webhook is None
+                else "has no forward URL nor enabled route any more"
+            )
             await self._finish(job, ReplayJobStatus.FAILED, f"the webhook {reason}")
             return None
         found = await self._jobs.failed_page(job, limit=self._page_size)
@@ -318,7 +360,7 @@ class ReplayJobRunner:
         if not events:
             await self._finish(job, ReplayJobStatus.DONE, None)
             return None
-        await self.publisher.publish(_tasks(events, webhook.forward_url))
+        await self.publisher.publish([Replay.of(event, webhook) for event in events])
         advanced = await self._jobs.advance(
             job.id, self.owner, last=found[-1][1], count=len(events),
             lease_until=utcnow() + timedelta(seconds=self.lease),
@@ -330,8 +372,3 @@ class ReplayJobRunner:
     async def _finish(self, job: ReplayJob, status: ReplayJobStatus, error: str | None) -> None:
         if await self._jobs.finish(job.id, self.owner, status, now=utcnow(), error=error):
             log.info("replay_job_finished", status=status.value, error=error)
-
-
-def _tasks(events: Sequence[Event], url: str) -> list[DeliveryTask]:
-    now = utcnow()
-    return [DeliveryTask.replay(event, url, now=now) for event in events]

@@ -1842,10 +1842,15 @@ export interface components {
             /** Event Id */
             event_id: string;
             /**
-             * Url
-             * @description The destination the replay goes to: the webhook's current one.
+             * Routes
+             * @description The webhook's enabled routes the event is routed over again, filters re-evaluated (empty: it has none now); the new deliveries alone give the event's status.
              */
-            url: string;
+            routes: string[];
+            /**
+             * Url
+             * @description The webhook's forward URL the replay goes to (null: it has none now).
+             */
+            url: string | null;
         };
         /** ReplayJobRead */
         ReplayJobRead: {
@@ -1894,15 +1899,20 @@ export interface components {
              */
             count: number;
             /**
+             * Routes
+             * @description The enabled routes the events would be routed over.
+             */
+            routes: string[];
+            /**
              * Running Job Id
              * @description The webhook's bulk replay already running (a new one answers 409), if any.
              */
             running_job_id: string | null;
             /**
              * Url
-             * @description The destination the replays would go to.
+             * @description The webhook's forward URL the replays would go to (null: it has none now).
              */
-            url: string;
+            url: string | null;
             /** Webhook Name */
             webhook_name: string;
         };

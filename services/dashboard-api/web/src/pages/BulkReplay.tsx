@@ -80,7 +80,11 @@ export function BulkReplay() {
           <p>
             <strong>{preview.data.count}</strong> failed{" "}
             {preview.data.count === 1 ? "event" : "events"} will be delivered again to{" "}
-            <code className="font-mono">{preview.data.url}</code>, oldest first.
+            {preview.data.url && <code className="font-mono">{preview.data.url}</code>}
+            {preview.data.url && preview.data.routes.length > 0 && " and "}
+            {preview.data.routes.length > 0 &&
+              `routes ${preview.data.routes.join(", ")} (filters evaluated again)`}
+            , oldest first.
           </p>
           {preview.data.running_job_id ? (
             <p>

@@ -294,11 +294,15 @@ function Attempts({ attempts }: { attempts: Attempt[] }) {
   );
 }
 
-/** The replay asked for (after `before` attempts) has its final attempt, and the event's
- * status (recorded apart from the attempts) has caught up with it. */
-function replaySettled(data: Detail, before: number): boolean {
+type Seen = { attempts: number; deliveries: number };
+
+/** The replay asked for (after `before` attempts and deliveries) has settled: a routed
+ * event's new deliveries have all finished, or a forward URL's replay has its final attempt
+ * and the event's status (recorded apart from the attempts) has caught up with it. */
+function replaySettled(data: Detail, before: Seen): boolean {
+  if (data.deliveries.length > before.deliveries) return data.status !== "pending";
   const last = data.attempts.at(-1);
-  if (data.attempts.length <= before || !last || last.will_retry) return false;
+  if (data.attempts.length <= before.attempts || !last || last.will_retry) return false;
   const delivered = last.status_code !== null && last.status_code >= 200 && last.status_code < 300;
   return data.status === (delivered ? "success" : "failed");
 }
@@ -328,7 +332,7 @@ export function EventDetail() {
   const navigate = useNavigate({ from: "/events/$eventId" });
   const router = useRouter();
   const client = useQueryClient();
-  const [awaiting, setAwaiting] = useState<number | null>(null);
+  const [awaiting, setAwaiting] = useState<Seen | null>(null);
   const detail = useQuery({
     ...eventQuery(eventId),
     refetchInterval: (q) =>
@@ -374,7 +378,10 @@ export function EventDetail() {
       await call(() =>
         api.POST("/api/v1/events/{event_id}/replay", { params: { path: { event_id: eventId } } }),
       );
-      setAwaiting(data?.attempts.length ?? 0);
+      setAwaiting({
+        attempts: data?.attempts.length ?? 0,
+        deliveries: data?.deliveries.length ?? 0,
+      });
       announce("Replay queued");
       setAsk(false);
       client.invalidateQueries({ queryKey: ["event", eventId] });
@@ -485,7 +492,10 @@ export function EventDetail() {
         onConfirm={replay}
         onClose={() => setAsk(false)}
       >
-        <p>It is delivered again, as a new attempt chain, to the webhook's current forward URL.</p>
+        <p>
+          It is delivered again where the webhook delivers now: its forward URL, as a new attempt
+          chain, and its enabled routes, filters evaluated again, as new deliveries.
+        </p>
         <ErrorText error={replayError} />
       </Confirm>
     </div>

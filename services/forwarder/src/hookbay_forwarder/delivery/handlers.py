@@ -28,11 +28,13 @@ from hookbay_common.topics import Topics
 from hookbay_common.wire import (
     WireError,
     decode_event,
+    decode_route_request,
     decode_task,
     encode_attempt,
     encode_event,
     encode_task,
     is_destination_task,
+    is_route_request,
     peek_destination_task,
 )
 from hookbay_forwarder.delivery.consumer import NOT_BEFORE_HEADER
@@ -92,9 +94,13 @@ class ForwarderHandlers:
 
     async def on_task(self, record: Any) -> None:
         """A retry that is due, or a replay. A routed delivery's retry goes back to the
-        deliveries topic, to its destination's lane (which makes the attempt)."""
+        deliveries topic, to its destination's lane (which makes the attempt); a routed event's
+        replay is routed again over its webhook's current routes."""
         if is_destination_task(record.value):
             await self._requeue(record)
+            return
+        if is_route_request(record.value):
+            await self._reroute(record)
             return
         try:
             task = decode_task(record.value)
@@ -110,6 +116,17 @@ class ForwarderHandlers:
             await self._unreadable(record, str(exc))
             return
         await self.write([Message(self.topics.deliveries, record.value, destination.encode())])
+
+    async def _reroute(self, record: Any) -> None:
+        try:
+            event, chain_id = decode_route_request(record.value)
+        except WireError as exc:
+            await self._unreadable(record, str(exc))
+            return
+        if self.router is None:
+            log.warning("route_request_dropped", event_id=event.id, reason="no router")
+            return
+        await self.router.route(event, trigger=AttemptTrigger.REPLAY, source_id=chain_id)
 
     async def _guarded(self, record: Any, task: DeliveryTask) -> None:
         try:
