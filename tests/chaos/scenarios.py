@@ -110,6 +110,29 @@ async def store_refuses_writes(stack: Stack) -> None:
         await stack.infra.psql("SELECT pg_reload_conf()")
 
 
+PAUSE_APPLIED = 2.0
+"""Seconds after a pause before no attempt may reach a paused destination: the change log's
+delivery (milliseconds) and an attempt already under way."""
+
+
+async def routed_destinations_paused(stack: Stack) -> None:
+    """Every routed owner's destination paused for twice the hold, then resumed: their events
+    are held (no attempt reaches them meanwhile) and delivered after the resume; the other
+    owners' deliveries go on. An attempt to a paused destination fails the scenario."""
+    began = time.monotonic()
+    await stack.pause_routed(True)
+    await asyncio.sleep(PAUSE_APPLIED)
+    quiet_from = time.time()
+    await _hold(stack, began, 2)
+    quiet_until = time.time()
+    paths = {f"/{username}" for username in stack.routed}
+    reached = [
+        d for d in stack.deliveries() if d["path"] in paths and quiet_from <= d["at"] <= quiet_until
+    ]
+    await stack.pause_routed(False)
+    assert not reached, f"{len(reached)} attempts reached a paused destination"
+
+
 def _accepted_since(stack: Stack, since: float) -> bool:
     return len(stack.accepted(since)) > 0
 
@@ -152,6 +175,11 @@ SCENARIOS = [
         destination_unavailable_then_hanging,
     ),
     Scenario("redis-stop", "Redis stopped for 10 s, then started", _servers_restarted("redis")),
+    Scenario(
+        "destinations-paused",
+        "every routed owner's destination paused for 20 s, then resumed",
+        routed_destinations_paused,
+    ),
     Scenario(
         "store-read-only",
         "the store's PostgreSQL refuses every write for 20 s (disk full)",

@@ -27,14 +27,28 @@ from pydantic import SecretStr
 from pymongo.errors import PyMongoError
 
 from hookbay_common.clock import utcnow
-from hookbay_common.db import EventRepository, StatsRepository, UserRepository, WebhookRepository
+from hookbay_common.configlog import ConfigPublisher
+from hookbay_common.db import (
+    DestinationRepository,
+    EventRepository,
+    StatsRepository,
+    UserRepository,
+    WebhookRepository,
+)
 from hookbay_common.db import client as db_client
-from hookbay_common.kafka import ensure_configured_topics
+from hookbay_common.kafka import create_producer, ensure_configured_topics
+from hookbay_common.models import DestinationState, StateReason
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_dev.processes import launch
 from tests.support.broker import ROOT, PrivateServer
-from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
+from tests.support.factories import (
+    TEST_SECRET_KEY,
+    create_destination,
+    create_route,
+    create_user,
+    create_webhook,
+)
 from tests.support.kafka import bodies_on_topic
 from tests.support.load import Lines
 from tests.support.net import free_port
@@ -51,6 +65,9 @@ INFRA_ENV = {
 }  # fmt: skip
 SERVERS = ("postgres", "ferretdb", "kafka", "redis")  # in start order
 OWNERS = 20
+ROUTED_DESTINATION = "chaos"
+"""Every other owner's webhook has no forward URL but one unfiltered route to its destination of
+this name (the same URL): both delivery paths under every fault, one delivery per event each."""
 ROLES = ("recorder", "forwarder", "stats", "ingest-1", "ingest-2", "dashboard")
 SERVICE_ENV = {
     # retries close together, so a drain after a destination outage takes seconds, not hours
@@ -115,8 +132,9 @@ class Target:
 
 class Stack:
     """One scenario's hookbay on ``infra``: a fresh database and namespace, ``OWNERS`` pro-plan
-    owners each with a signed webhook forwarding to the destination; every process started by
-    ``__aenter__`` and stopped (load first) by ``__aexit__``."""
+    owners each with a signed webhook delivering to the destination (half by ``forward_url``,
+    half over a route, ``ROUTED_DESTINATION``); every process started by ``__aenter__`` and
+    stopped (load first) by ``__aexit__``."""
 
     def __init__(self, infra: Infra, name: str, workdir: Path, hold: float = 10.0) -> None:
         self.infra = infra
@@ -136,6 +154,8 @@ class Stack:
         self.settings = Settings(**fields)
         self.processes: dict[str, ServiceProcess] = {}
         self.targets: list[Target] = []
+        self.routed: list[str] = []
+        """The owners whose webhook delivers over a route."""
         self.answers = Lines(workdir / "answers.jsonl")
         self.deliveries = Lines(workdir / "deliveries.jsonl")
         self.destination_port = free_port()
@@ -193,13 +213,22 @@ class Stack:
 
     async def _owners(self) -> None:
         users = UserRepository(self.db)
-        webhooks = WebhookRepository(self.db, SecretBox(TEST_SECRET_KEY))
+        box = SecretBox(TEST_SECRET_KEY)
+        webhooks = WebhookRepository(self.db, box)
+        destinations = DestinationRepository(self.db, box)
         for i in range(OWNERS):
             user = await users.create(create_user(plan="pro"))
             secret = uuid.uuid4().hex
+            url = f"{self.destination}/{user.username}"
+            routed: dict[str, Any] = {"forward_url": url}
+            if i % 2:
+                await destinations.create(create_destination(
+                    username=user.username, name=ROUTED_DESTINATION, url=url
+                ))  # fmt: skip
+                routed = {"routes": (create_route(name="all", destination=ROUTED_DESTINATION),)}
+                self.routed.append(user.username)
             hook = await webhooks.create(create_webhook(
-                username=user.username, name=f"chaos-{i}", secret=SecretStr(secret),
-                forward_url=f"{self.destination}/{user.username}",
+                username=user.username, name=f"chaos-{i}", secret=SecretStr(secret), **routed
             ))  # fmt: skip
             self.targets.append(Target(f"/w/{user.username}/{hook.name}", secret, hook.id))
         (self.workdir / "targets.json").write_text(
@@ -238,6 +267,30 @@ class Stack:
         async with httpx.AsyncClient(timeout=5) as client:
             answer = await client.post(self.destination + "/_chaos/mode", json={"mode": mode})
             answer.raise_for_status()
+
+    async def pause_routed(self, paused: bool) -> None:
+        """Pause (or resume) every routed owner's destination, as the API does: the store, then
+        the change log."""
+        destinations = DestinationRepository(self.db, SecretBox(TEST_SECRET_KEY))
+        producer = create_producer(self.infra.kafka)
+        await producer.start()
+        try:
+
+            async def send(topic: str, key: bytes, value: bytes) -> object:
+                return await producer.send_and_wait(topic, value, key=key)
+
+            publisher = ConfigPublisher(
+                send, self.settings.topics.config, SecretBox(TEST_SECRET_KEY)
+            )
+            state = DestinationState.PAUSED if paused else DestinationState.ACTIVE
+            reason = StateReason.MANUAL if paused else None
+            for username in self.routed:
+                changed = await destinations.update(
+                    username, ROUTED_DESTINATION, {"state": state, "state_reason": reason}
+                )
+                assert await publisher.destination_changed(changed)
+        finally:
+            await producer.stop()
 
     def accepted(self, since: float = 0.0) -> list[dict[str, Any]]:
         return [a for a in self.answers() if a["status"] == 200 and a["sent"] >= since]

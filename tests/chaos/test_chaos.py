@@ -1,4 +1,4 @@
-"""The short version of the chaos suite in ``make test``: three faults that need no server of their
+"""The short version of the chaos suite in ``make test``: four faults that need no server of their
 own (the test session's Kafka, FerretDB and Redis are shared), a few seconds each, one after the
 other on one stack of real processes, and every accepted event checked end to end. ``make chaos``
 runs the full matrix, each fault on a stack of its own (``scripts/chaos.py``,
@@ -12,8 +12,9 @@ from tests.chaos import scenarios
 from tests.chaos.stack import Infra
 
 RATE = 40.0
-SHORT = ("forwarder-kill", "ingest-sigterm", "destination-down")
-"""Faults of hookbay's own processes and of the destination: safe beside other tests."""
+SHORT = ("forwarder-kill", "ingest-sigterm", "destination-down", "destinations-paused")
+"""Faults of hookbay's own processes, of the destination and of its configuration: safe
+beside other tests."""
 
 
 async def test_nothing_accepted_is_lost_through_the_faults(
