@@ -3,14 +3,18 @@
 a second. Writes its section of docs/benchmarks.md.
 
     .venv/bin/python scripts/bench_pipeline.py [--rates 100,400,800] [--seconds 60]
-        [--owners 100] [--checkout DIR] [--set HOOKBAY_NAME=VALUE] [--label TEXT] [--no-write]
+        [--owners 100] [--routes N] [--checkout DIR] [--set HOOKBAY_NAME=VALUE] [--label TEXT]
+        [--no-write]
 
 The stack is `make run`'s: the local Kafka, FerretDB on PostgreSQL and Redis (``make infra-up``;
 ``HOOKBAY_INFRA_*`` as ``make run``), and this checkout's ingest, forwarder, recorder, stats
 processor and dashboard API (``--checkout DIR``: another checkout's, run by its own virtualenv,
 to set two commits side by side on the same servers). ``--owners`` owners (plan ``bench``, no
 rate limit in the way) each have one webhook forwarding to the fast local destination of
-``scripts/bench_receiver.py``, which answers 200 at once.
+``scripts/bench_receiver.py``, which answers 200 at once; with ``--routes N``, the webhook has
+no forward URL but N unfiltered routes, each to a destination of its own at that same receiver
+(routed delivery: the router, the deliveries topic, the destinations' lanes), and an event is
+fully processed once every one of its N deliveries is.
 
 For each rate, this process sends 1 KiB JSON events open loop on a fixed schedule (round-robin
 over the owners, raw keep-alive connections) for ``--seconds``, then waits until every event
@@ -200,6 +204,8 @@ class Stack:
     env: dict[str, str]
     python: Path
     work: Path
+    routes: int = 0
+    """Routes of each webhook (0: its forward URL instead)."""
     receiver_port: int = field(default_factory=free_port)
     ingest_port: int = field(default_factory=free_port)
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
@@ -263,19 +269,32 @@ from hookbay_dashboard.commands import accounts_for, webhooks_for
 spec = json.loads(sys.argv[1])
 
 async def work(rt):
+    from hookbay_dashboard.commands import services_for
+    from hookbay_dashboard.destinations.schemas import DestinationCreate
+    from hookbay_dashboard.routing.schemas import RouteCreate
+
     accounts, webhooks = accounts_for(rt), webhooks_for(rt)
+    services = services_for(rt)
+    routes = spec["routes"]
     for owner in spec["owners"]:
         await accounts.create_user(owner, plan="bench")
-        await webhooks.create(owner, spec["webhook"], forward_url=spec["forward"] + owner)
+        url = spec["forward"] + owner
+        await webhooks.create(owner, spec["webhook"], forward_url=None if routes else url)
+        for r in range(routes):
+            await services.destinations().create(owner, DestinationCreate(name=f"d{r}", url=url))
+            await services.routes().create(
+                owner, spec["webhook"], RouteCreate(name=f"r{r}", destination=f"d{r}")
+            )
 
 CliState().run(work)
 """
 
 
 def provision(stack: Stack, owners: list[str]) -> None:
-    """The owners (plan ``bench``) and their webhooks, published to the change log."""
+    """The owners (plan ``bench``) and their webhooks (with ``stack.routes`` routes, each to a
+    destination of its own), published to the change log."""
     spec = json.dumps({
-        "owners": owners, "webhook": WEBHOOK,
+        "owners": owners, "webhook": WEBHOOK, "routes": stack.routes,
         "forward": f"http://{HOST}:{stack.receiver_port}/o/",
     })  # fmt: skip
     hookbay = str(stack.python.parent / "hookbay-admin")
@@ -314,7 +333,7 @@ class Progress:
         may still have been taken."""
         received, delivered = self.counted()
         taken = received - since[1]
-        if taken < accepted or delivered - since[2] != taken:
+        if taken < accepted or delivered - since[2] != taken * max(1, self.stack.routes):
             return None
         if self.stack.delivered() - since[0] < taken or await self.lag() != 0:
             return None
@@ -338,6 +357,7 @@ class Progress:
         ns = self.namespace
         groups = {
             f"{ns}.forwarder": [f"{ns}.events"],
+            f"{ns}.forwarder-deliveries": [f"{ns}.deliveries"],
             f"{ns}.recorder": [f"{ns}.events", f"{ns}.attempts"],
             f"{ns}.stats": [f"{ns}.events", f"{ns}.attempts", f"{ns}.stats.facts"],
         }
@@ -517,8 +537,13 @@ def render(runs: list[Run], idle_ms: dict[str, float], args: argparse.Namespace)
         + (f" ({args.label})" if args.label else "")
         + f"; {machine()}.",
         "",
-        f"{args.owners} owners, one webhook each forwarding to a local destination that answers "
-        f"200 at once; 1 KiB JSON bodies, open loop, {args.seconds:g} s a rate; every process of "
+        f"{args.owners} owners, one webhook each "
+        + (
+            f"with {args.routes} unfiltered routes, each to a destination of its own at"
+            if args.routes
+            else "forwarding to"
+        )
+        + " a local destination that answers 200 at once; 1 KiB JSON bodies, open loop, {args.seconds:g} s a rate; every process of "
         "the stack counted (user + system CPU, PostgreSQL's backends included) from the first "
         "send until every event ingest took was delivered, recorded and counted.",
         "",
@@ -570,6 +595,8 @@ def main() -> int:
     parser.add_argument("--rates", default="100,400,800")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--owners", type=int, default=100)
+    parser.add_argument("--routes", type=int, default=0,
+                        help="routes of each webhook instead of its forward URL (0: none)")  # fmt: skip
     parser.add_argument("--checkout", type=Path, default=ROOT, help="whose services to run")
     parser.add_argument("--label", default="", help="a note for the write-up (the commit)")
     parser.add_argument(
@@ -594,7 +621,7 @@ def main() -> int:
         work = Path(tmp)
         (work / "plans.yaml").write_text(PLANS_YAML)
         env["HOOKBAY_PLANS_FILE"] = str(work / "plans.yaml")
-        stack = Stack(env, python, work)
+        stack = Stack(env, python, work, routes=args.routes)
         try:
             with stack.up(owners):
                 idle_ms = idle(stack)

@@ -31,7 +31,7 @@ from hookbay_forwarder.delivery.deadletter import DeadLetterLimit, DeadLetterLim
 from hookbay_forwarder.delivery.deliverer import Deliverer, create_clients, create_session
 from hookbay_forwarder.delivery.handlers import ForwarderHandlers
 from hookbay_forwarder.delivery.retry import RetryPolicy
-from hookbay_forwarder.gateway.config import lane_config
+from hookbay_forwarder.gateway.config import LaneConfig, lane_config
 from hookbay_forwarder.gateway.deliver import DestinationDelivery
 from hookbay_forwarder.gateway.feed import LaneFeed
 from hookbay_forwarder.gateway.lanes import Lanes
@@ -97,6 +97,7 @@ class Forwarder:
                       client_id="hookbay-forwarder-config"),
             RoutingViewMetrics(self.metrics.registry),
             on_destination=self._destination_changed,
+            on_destination_deleted=self._destination_deleted,
         )  # fmt: skip
         self.handlers.router = Router(self.view, self.handlers.write, self.topics)
         self.lanes = Lanes(
@@ -121,6 +122,11 @@ class Forwarder:
             name=f"{self.topics.namespace}.forwarder-deliveries",
             revoke_grace=settings.shutdown_grace,
         )  # fmt: skip
+
+    def _destination_deleted(self, destination_id: str) -> None:
+        """Its lane, if held, drains: each task's delivery fails ("the destination was
+        deleted") instead of waiting in the hold store for ever."""
+        self.lanes.configure(destination_id, LaneConfig())
 
     def _destination_changed(self, destination: Destination) -> None:
         config = lane_config(destination)

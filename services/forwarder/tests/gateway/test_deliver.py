@@ -1,0 +1,152 @@
+"""The lanes' deliver function with a scripted deliverer and a writer that keeps what it is
+given: the destination's URL, timeout and headers at the time of the attempt; its retry schedule
+and ``Retry-After``; which topic a retry waits in; a deleted destination's delivery failing.
+(End to end: services/dashboard-api/tests/test_routed_delivery.py.)"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import SecretStr
+
+from hookbay_common.clock import utcnow
+from hookbay_common.models import AttemptTrigger, DeliveryStatus, DeliveryTask, Destination
+from hookbay_common.topics import Topics
+from hookbay_common.wire import (
+    decode_attempt,
+    decode_delivery,
+    decode_destination_task,
+    is_delivery_record,
+)
+from hookbay_forwarder.delivery.deliverer import Outcome
+from hookbay_forwarder.gateway.deliver import DestinationDelivery
+from hookbay_forwarder.writes import Message
+from tests.support.factories import create_destination, create_destination_task
+
+TOPICS = Topics("unit")
+SCHEDULE = (0.0, 10.0, 60.0)
+
+
+class Destinations:
+    def __init__(self, *destinations: Destination) -> None:
+        self.by_id = {d.id: d for d in destinations}
+
+    def destination_by_id(self, destination_id: str) -> Destination | None:
+        return self.by_id.get(destination_id)
+
+
+class Scripted:
+    """A deliverer answering ``outcomes`` in turn and keeping what it was asked."""
+
+    def __init__(self, *outcomes: dict[str, Any]) -> None:
+        self.outcomes = list(outcomes)
+        self.calls: list[tuple[DeliveryTask, float | None, Mapping[str, str] | None]] = []
+
+    async def attempt(
+        self, task: DeliveryTask, *, within: float | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Outcome:  # fmt: skip
+        self.calls.append((task, within, extra_headers))
+        return Outcome(utcnow(), **self.outcomes.pop(0))
+
+
+class Written:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    async def __call__(self, messages: Sequence[Message]) -> None:
+        self.messages.extend(messages)
+
+
+def delivery(
+    deliverer: Scripted, *destinations: Destination
+) -> tuple[DestinationDelivery, Written]:
+    written = Written()
+    deliver = DestinationDelivery(
+        Destinations(*destinations), deliverer, written, TOPICS,  # type: ignore[arg-type]
+        schedule=SCHEDULE, jitter=0.0, rng=random.Random(1),
+    )  # fmt: skip
+    return deliver, written
+
+
+class TestDestinationDelivery:
+    async def test_the_destinations_url_timeout_and_headers_as_they_are_now(self) -> None:
+        billing = create_destination(
+            url="http://127.0.0.1:9/fixed", timeout_s=30,
+            headers={"authorization": SecretStr("Bearer t")},
+        )  # fmt: skip
+        deliverer = Scripted({"status_code": 200})
+        deliver, written = delivery(deliverer, billing)
+        task = create_destination_task(destination=billing.id)
+        assert await deliver(task) == "success"
+        ((sent, within, headers),) = deliverer.calls
+        assert (sent.url, sent.number, within) == ("http://127.0.0.1:9/fixed", 1, 30.0)
+        assert headers == {"authorization": "Bearer t"}
+        (record,) = written.messages
+        attempt = decode_attempt(record.value)
+        assert (attempt.delivery_id, attempt.route, attempt.destination) == (
+            task.delivery_id, task.route, billing.name,
+        )  # fmt: skip
+        assert record.key == task.event.id.encode()
+
+    async def test_a_retry_waits_in_the_longest_tier_not_longer_than_its_delay(self) -> None:
+        own = create_destination(retry_schedule=("0", "30s", "2h"))
+        deliver, written = delivery(Scripted({"status_code": 503}, {"error": "timeout"}), own)
+        first = create_destination_task(destination=own.id)
+        assert await deliver(first) == "retry"
+        attempt, retry = written.messages
+        assert retry.topic == TOPICS.retry(10.0)  # 30 s: the 10 s tier, the lane waits the rest
+        assert retry.key == own.id.encode()
+        again = decode_destination_task(retry.value)
+        assert (again.attempt, again.trigger) == (2, AttemptTrigger.RETRY)
+        assert (
+            round((again.not_before - decode_attempt(attempt.value).started_at).total_seconds())
+            == 30
+        )
+        assert await deliver(again) == "retry"
+        assert written.messages[-1].topic == TOPICS.retry(60.0)  # 2 h: the longest tier
+
+    async def test_a_wait_shorter_than_every_tier_goes_straight_back(self) -> None:
+        own = create_destination(retry_schedule=("0", "2s"))
+        deliver, written = delivery(Scripted({"status_code": 500}), own)
+        await deliver(create_destination_task(destination=own.id))
+        assert written.messages[-1].topic == TOPICS.deliveries
+
+    async def test_retry_after_is_honoured_and_the_schedule_ends(self) -> None:
+        own = create_destination(retry_schedule=("0", "5s", "10m"))  # Retry-After: up to 10 min
+        answers = ({"status_code": 429, "headers": {"retry-after": "120"}}, {"status_code": 500},
+                   {"status_code": 503})  # fmt: skip
+        deliver, written = delivery(Scripted(*answers), own)
+        task = create_destination_task(destination=own.id)
+        await deliver(task)
+        attempt = decode_attempt(written.messages[0].value)
+        assert attempt.next_retry_at is not None
+        assert (attempt.next_retry_at - attempt.started_at).total_seconds() == 120
+        assert written.messages[1].topic == TOPICS.retry(60.0)
+        second = decode_destination_task(written.messages[1].value)
+        assert await deliver(second) == "retry"
+        last = decode_destination_task(written.messages[-1].value)
+        assert await deliver(last) == "failed"  # the schedule's 3 attempts are made
+        assert len(written.messages) == 5
+
+    async def test_a_refused_answer_fails_at_once(self) -> None:
+        own = create_destination()
+        deliver, written = delivery(Scripted({"status_code": 400}), own)
+        assert await deliver(create_destination_task(destination=own.id)) == "failed"
+        (only,) = written.messages
+        assert decode_attempt(only.value).will_retry is False
+
+    async def test_a_deleted_destination_fails_its_delivery(self) -> None:
+        deliverer = Scripted()
+        deliver, written = delivery(deliverer)
+        task = create_destination_task()
+        assert await deliver(task) == "failed"
+        assert deliverer.calls == []
+        (record,) = written.messages
+        assert is_delivery_record(record.value)
+        gone = decode_delivery(record.value)
+        assert (gone.id, gone.status, gone.reason) == (
+            task.delivery_id, DeliveryStatus.FAILED, "the destination was deleted",
+        )  # fmt: skip
