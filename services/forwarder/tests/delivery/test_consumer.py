@@ -15,6 +15,7 @@ from aiokafka.errors import (
 
 from hookbay_common.kafka import create_consumer, ensure_topics
 from hookbay_common.topics import TopicSpec
+from hookbay_forwarder.routing.view import RoutingViewUnavailable
 from hookbay_forwarder.delivery.consumer import Handler, HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.metrics import ConsumerMetrics
 from tests.support.factories import unique_name
@@ -49,12 +50,12 @@ class TestBrokerBlips:
         self, kafka_bootstrap: str, producer: AIOKafkaProducer
     ) -> None:
         topic = await _topic(kafka_bootstrap)
-        failures = [LeaderNotAvailableError(), RequestTimedOutError()]
+        failures = [LeaderNotAvailableError(), RequestTimedOutError(), RoutingViewUnavailable()]
         handled: list[bytes] = []
 
         async def handler(record: Any) -> None:
             if failures:
-                raise failures.pop(0)  # the broker moving a leader, twice
+                raise failures.pop(0)  # the broker moving a leader, twice; the store away
             handled.append(record.value)
 
         metrics = ConsumerMetrics()
@@ -68,9 +69,12 @@ class TestBrokerBlips:
             error: metrics.registry.get_sample_value(
                 "hookbay_consumer_handler_retries_total", {"consumer": "blips", "error": error}
             )
-            for error in ("LeaderNotAvailableError", "RequestTimedOutError")
+            for error in ("LeaderNotAvailableError", "RequestTimedOutError", "RoutingViewUnavailable")
         }
-        assert retries == {"LeaderNotAvailableError": 1.0, "RequestTimedOutError": 1.0}
+        assert retries == {
+            "LeaderNotAvailableError": 1.0, "RequestTimedOutError": 1.0,
+            "RoutingViewUnavailable": 1.0,
+        }  # fmt: skip
 
     async def test_non_retriable_kafka_error_stops_the_loop_uncommitted(
         self, kafka_bootstrap: str, producer: AIOKafkaProducer

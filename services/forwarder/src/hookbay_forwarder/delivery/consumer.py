@@ -10,7 +10,8 @@ paused until then and read again from that record, which is how retry tiers wait
 holding records in memory.
 
 Broker blips are ridden out, never fatal: a handler that raises a retriable Kafka error
-(``hookbay_common.producer.is_retriable``) is called again for the same record after a back-off
+(``hookbay_common.producer.is_retriable``) or ``TryAgainLater`` (a store it reads is away) is
+called again for the same record after a back-off
 (0.2 s doubling to 5 s), and a commit or fetch that fails that way, or a commit unanswered for
 ``COMMIT_TIMEOUT``, is tried again at the next round. Any other exception from a handler is a bug: the loop stops (``HandlerCrashed``).
 """
@@ -54,6 +55,15 @@ def not_before_ms(record: Any) -> int | None:
 
 class HandlerCrashed(RuntimeError):
     """A handler raised: a bug. The loop stops without committing the record."""
+
+
+class TryAgainLater(Exception):  # noqa: N818 - a signal to the loop, not a failure
+    """Raised by a handler whose record succeeds later (a store it reads is away): the record
+    is handled again after a back-off, like a retriable Kafka error, never a crash."""
+
+
+def _again_later(error: BaseException) -> bool:
+    return is_retriable(error) or isinstance(error, TryAgainLater)
 
 
 @dataclass
@@ -233,7 +243,7 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
                 try:
                     await self._handler(record)
                 except Exception as exc:
-                    if is_retriable(exc):
+                    if _again_later(exc):
                         if self._stopping.is_set():
                             return  # not committed: whoever reads the partition next redoes it
                         self._count_retry(exc)

@@ -45,6 +45,7 @@ from hookbay_common.configlog import ConfigChange, ConfigKey, Entity, destinatio
 from hookbay_common.db import DestinationRepository, WebhookRepository
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Destination, Webhook
+from hookbay_forwarder.delivery.consumer import TryAgainLater
 from hookbay_forwarder.metrics import RoutingViewMetrics
 
 log = get_logger("hookbay.forwarder.routing.view")
@@ -54,8 +55,9 @@ _HELD = frozenset({Entity.WEBHOOK.value, Entity.DESTINATION.value})
 """The change log's entities routing needs; users are skipped."""
 
 
-class RoutingViewUnavailable(Exception):
-    """A name the view does not hold could not be read from MongoDB; ask again later."""
+class RoutingViewUnavailable(TryAgainLater):
+    """A name the view does not hold could not be read from MongoDB; ask again later (the
+    forwarder's consume loop does, after a back-off)."""
 
 
 class RoutingView:
