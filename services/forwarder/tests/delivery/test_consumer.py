@@ -15,9 +15,9 @@ from aiokafka.errors import (
 
 from hookbay_common.kafka import create_consumer, ensure_topics
 from hookbay_common.topics import TopicSpec
-from hookbay_forwarder.routing.view import RoutingViewUnavailable
 from hookbay_forwarder.delivery.consumer import Handler, HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.metrics import ConsumerMetrics
+from hookbay_forwarder.routing.view import RoutingViewUnavailable
 from tests.support.factories import unique_name
 from tests.support.waiting import until
 
@@ -69,7 +69,11 @@ class TestBrokerBlips:
             error: metrics.registry.get_sample_value(
                 "hookbay_consumer_handler_retries_total", {"consumer": "blips", "error": error}
             )
-            for error in ("LeaderNotAvailableError", "RequestTimedOutError", "RoutingViewUnavailable")
+            for error in (
+                "LeaderNotAvailableError",
+                "RequestTimedOutError",
+                "RoutingViewUnavailable",
+            )
         }
         assert retries == {
             "LeaderNotAvailableError": 1.0, "RequestTimedOutError": 1.0,

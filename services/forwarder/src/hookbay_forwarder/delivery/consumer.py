@@ -57,7 +57,7 @@ class HandlerCrashed(RuntimeError):
     """A handler raised: a bug. The loop stops without committing the record."""
 
 
-class TryAgainLater(Exception):  # noqa: N818 - a signal to the loop, not a failure
+class TryAgainLater(Exception):
     """Raised by a handler whose record succeeds later (a store it reads is away): the record
     is handled again after a back-off, like a retriable Kafka error, never a crash."""
 
