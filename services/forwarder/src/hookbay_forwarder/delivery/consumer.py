@@ -62,6 +62,19 @@ class TryAgainLater(Exception):
     is handled again after a back-off, like a retriable Kafka error, never a crash."""
 
 
+async def ride_out_blip(
+    consumer: str, what: str, error: KafkaError, stopping: asyncio.Event
+) -> None:
+    """A consume loop's fetch or commit failed: retriable (or a commit refused after a
+    rebalance, whose records the partitions' new owner redoes) → log, wait a little (less when
+    ``stopping`` is set), go on; else raise."""
+    if not (is_retriable(error) or isinstance(error, CommitFailedError)):
+        raise error
+    log.warning("kafka_blip", consumer=consumer, operation=what, error=type(error).__name__)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), RETRY_BACKOFF_MIN)
+
+
 def _again_later(error: BaseException) -> bool:
     return is_retriable(error) or isinstance(error, TryAgainLater)
 
@@ -176,14 +189,8 @@ class OrderedConsumer(ConsumerRebalanceListener):  # type: ignore[misc]
             self.ended = True
 
     async def _blip(self, what: str, error: KafkaError) -> None:
-        """A fetch or commit failed: retriable (or a commit refused after a rebalance, whose
-        records the partitions' new owner redoes) → log, wait a little, go on; else raise."""
-        if not (is_retriable(error) or isinstance(error, CommitFailedError)):
-            raise error
         self._count_retry(error)
-        log.warning("kafka_blip", consumer=self.name, operation=what, error=type(error).__name__)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), RETRY_BACKOFF_MIN)
+        await ride_out_blip(self.name, what, error, self._stopping)
 
     def _count_retry(self, error: BaseException) -> None:
         if self._metrics is not None:

@@ -15,7 +15,7 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -26,7 +26,8 @@ from aiohttp.resolver import ThreadedResolver
 
 from hookbay_common.clock import utcnow
 from hookbay_common.headers import forwardable, join_headers
-from hookbay_common.models import DeliveryTask
+from hookbay_common.ids import IdPrefix, new_id
+from hookbay_common.models import Attempt, DeliveryTask
 from hookbay_common.netguard import DestinationNotAllowed, check_url_shape, is_public
 
 RESPONSE_BODY_LIMIT = 64 * 1024
@@ -49,6 +50,21 @@ class Outcome:
     latency_ms: float | None = None
     error: str | None = None
     blocked: bool = False
+
+    def attempt(self, task: DeliveryTask, delay: float | None, **routing: str | None) -> Attempt:
+        """The attempt record of ``task`` that saw this outcome; ``delay``: seconds until the
+        next attempt (``None``: the chain ends); ``routing``: a routed delivery's
+        ``delivery_id``, ``route`` and ``destination``."""
+        return Attempt(
+            id=new_id(IdPrefix.ATTEMPT), event_id=task.event.id, username=task.event.username,
+            webhook_id=task.event.webhook_id, chain_id=task.chain_id, number=task.number,
+            trigger=task.trigger, url=task.url, started_at=self.started_at,
+            status_code=self.status_code, response_headers=self.headers,
+            response_body=self.body, response_body_truncated=self.truncated,
+            latency_ms=self.latency_ms, error=self.error, will_retry=delay is not None,
+            next_retry_at=self.started_at + timedelta(seconds=delay) if delay is not None else None,
+            **routing,
+        )  # fmt: skip
 
 
 class _GuardedBackend(httpcore.AsyncNetworkBackend):

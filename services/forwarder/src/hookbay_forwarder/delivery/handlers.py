@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiokafka.errors import KafkaError
 from structlog.contextvars import bound_contextvars
 
-from hookbay_common.ids import IdPrefix, derived_id, new_id
+from hookbay_common.ids import IdPrefix, derived_id
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, EventStatus
 from hookbay_common.producer import ResilientProducer
@@ -151,7 +150,7 @@ class ForwarderHandlers:
         with bound_contextvars(**context, **where):
             outcome = await self.deliverer.attempt(task)
             wait = self._next_wait(task, outcome)
-            attempt = _attempt(task, outcome, wait)
+            attempt = outcome.attempt(task, wait.delay if wait is not None else None)
             key = event.id.encode()
             messages = [Message(self.topics.attempts, encode_attempt(attempt), key)]
             if wait is not None and attempt.next_retry_at is not None:
@@ -221,28 +220,6 @@ class ForwarderHandlers:
         headers = _dlq_headers(reason, detail, None)
         await self.write([Message(self.topics.events_dlq, value, key, headers)])
         self.metrics.dead_lettered.labels(reason).inc()
-
-
-def _attempt(task: DeliveryTask, outcome: Outcome, wait: Wait | None) -> Attempt:
-    return Attempt(
-        id=new_id(IdPrefix.ATTEMPT),
-        event_id=task.event.id,
-        username=task.event.username,
-        webhook_id=task.event.webhook_id,
-        chain_id=task.chain_id,
-        number=task.number,
-        trigger=task.trigger,
-        url=task.url,
-        started_at=outcome.started_at,
-        status_code=outcome.status_code,
-        response_headers=outcome.headers,
-        response_body=outcome.body,
-        response_body_truncated=outcome.truncated,
-        latency_ms=outcome.latency_ms,
-        error=outcome.error,
-        will_retry=wait is not None,
-        next_retry_at=outcome.started_at + timedelta(seconds=wait.delay) if wait else None,
-    )
 
 
 def _dlq_headers(reason: str, detail: str, chain_id: str | None) -> list[tuple[str, bytes]]:

@@ -20,14 +20,11 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
 from typing import Protocol
 
 from hookbay_common.clock import utcnow
-from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.logs import get_logger
 from hookbay_common.models import (
-    Attempt,
     AttemptTrigger,
     Delivery,
     DeliveryStatus,
@@ -83,16 +80,19 @@ class DestinationDelivery:
         if destination is None:
             await self._write([self._gone(task)])
             return "failed"
+        request = DeliveryTask(
+            event=task.event, chain_id=task.chain_id, trigger=task.trigger,
+            number=task.attempt, url=destination.url, not_before=task.not_before,
+        )  # fmt: skip
         outcome = await self._deliverer.attempt(
-            DeliveryTask(
-                event=task.event, chain_id=task.chain_id, trigger=task.trigger,
-                number=task.attempt, url=destination.url, not_before=task.not_before,
-            ),
-            within=float(destination.timeout_s),
+            request, within=float(destination.timeout_s),
             extra_headers={k: v.get_secret_value() for k, v in destination.headers.items()},
         )  # fmt: skip
         delay = self._next_delay(destination, task, outcome)
-        attempt = _attempt(task, destination, outcome, delay)
+        attempt = outcome.attempt(
+            request, delay, delivery_id=task.delivery_id, route=task.route,
+            destination=destination.name,
+        )  # fmt: skip
         key = task.event.id.encode()
         messages = [Message(self._topics.attempts, encode_attempt(attempt), key)]
         if delay is not None and attempt.next_retry_at is not None:
@@ -153,30 +153,3 @@ class DestinationDelivery:
             status=DeliveryStatus.FAILED, reason="the destination was deleted", at=utcnow(),
         )  # fmt: skip
         return Message(self._topics.attempts, encode_delivery(delivery), event.id.encode())
-
-
-def _attempt(
-    task: DestinationTask, destination: Destination, outcome: Outcome, delay: float | None
-) -> Attempt:
-    return Attempt(
-        id=new_id(IdPrefix.ATTEMPT),
-        event_id=task.event.id,
-        username=task.event.username,
-        webhook_id=task.event.webhook_id,
-        chain_id=task.chain_id,
-        number=task.attempt,
-        trigger=task.trigger,
-        url=destination.url,
-        started_at=outcome.started_at,
-        status_code=outcome.status_code,
-        response_headers=outcome.headers,
-        response_body=outcome.body,
-        response_body_truncated=outcome.truncated,
-        latency_ms=outcome.latency_ms,
-        error=outcome.error,
-        will_retry=delay is not None,
-        next_retry_at=outcome.started_at + timedelta(seconds=delay) if delay is not None else None,
-        delivery_id=task.delivery_id,
-        route=task.route,
-        destination=destination.name,
-    )

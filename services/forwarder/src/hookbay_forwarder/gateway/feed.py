@@ -21,19 +21,17 @@ that raised (``Lanes.crashed``) stops the loop (``HandlerCrashed``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import CommitFailedError, KafkaError
+from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 from aiokafka.structs import OffsetAndMetadata
 
 from hookbay_common.logs import get_logger
-from hookbay_common.producer import is_retriable
 from hookbay_common.wire import WireError, decode_destination_task
-from hookbay_forwarder.delivery.consumer import COMMIT_TIMEOUT, RETRY_BACKOFF_MIN, HandlerCrashed
+from hookbay_forwarder.delivery.consumer import COMMIT_TIMEOUT, HandlerCrashed, ride_out_blip
 from hookbay_forwarder.gateway.lanes import Lanes
 
 log = get_logger("hookbay.lanes")
@@ -182,8 +180,4 @@ class LaneFeed(ConsumerRebalanceListener):  # type: ignore[misc]
         self._committed.update(offsets)
 
     async def _blip(self, what: str, error: KafkaError) -> None:
-        if not (is_retriable(error) or isinstance(error, CommitFailedError)):
-            raise error
-        log.warning("kafka_blip", consumer=self.name, operation=what, error=type(error).__name__)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), RETRY_BACKOFF_MIN)
+        await ride_out_blip(self.name, what, error, self._stopping)
