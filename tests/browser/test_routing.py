@@ -13,6 +13,7 @@ from typing import Any
 from playwright.async_api import Page, expect
 
 from tests.browser.conftest import Owner, Session, Stack
+from tests.support.waiting import until
 
 ACCESSIBLE_INVALID = "true"
 
@@ -278,3 +279,40 @@ class TestRoutes:
         )
         await expect(row(page, "second")).to_have_count(0)
         assert await order() == ["first", "third"]
+
+
+class TestDeliveries:
+    async def test_an_events_deliveries_are_rows_on_its_page(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        name = hook["name"]
+        await destination(owner, "billing", stack.receiver.url())
+        await destination(owner, "audit", stack.receiver.url())
+        await route(owner, name, "all", "billing")
+        await route(owner, name, "refunds", "audit",
+                    filter={"body": {"type": "refund"}})  # fmt: skip
+
+        # ingest hears of the routes on the change log (milliseconds): until it has, an event
+        # is not routed; send until one is
+        detail: dict[str, Any] = {}
+
+        async def routed() -> bool:
+            nonlocal detail
+            event = await stack.event(await stack.send(hook, b'{"type": "order"}'), "success")
+            detail = await read(owner, f"/api/v1/events/{event.id}")
+            return len(detail["deliveries"]) == 2
+
+        await until(routed, 30, interval=0.2, what="an event routed over both routes")
+        page = session.page
+        await session.login(owner, f"/events/{detail['id']}")
+
+        rows = page.get_by_role("table", name="The event's deliveries, one per route")
+        await expect(rows.get_by_role("row")).to_have_count(3)
+        delivered = rows.get_by_role("row").filter(has_text="billing")
+        await expect(delivered).to_contain_text("success")
+        await expect(delivered).to_contain_text("(last: HTTP 200)")
+        filtered = rows.get_by_role("row").filter(has_text="audit")
+        await expect(filtered).to_contain_text("filtered")
+        await expect(filtered).to_contain_text('"order"')

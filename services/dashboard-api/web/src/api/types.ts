@@ -10,6 +10,7 @@ export type EventVerification = S["EventVerification"];
 export type WebhookWritten = S["WebhookWritten"];
 export type EventDetail = S["EventDetail"];
 export type Attempt = S["AttemptRead"];
+export type Delivery = S["DeliveryRead"];
 export type Token = S["TokenRead"];
 export type TokenIssued = S["TokenIssued"];
 export type AdminUser = S["UserRead"];

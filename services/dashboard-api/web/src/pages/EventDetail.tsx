@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState } from "react";
 import { JsonView } from "react-json-view-lite";
 import { api, call } from "../api/client";
 import { eventQuery, webhooksQuery } from "../api/queries";
-import type { Attempt, EventDetail as Detail, EventVerification } from "../api/types";
+import type { Attempt, Delivery, EventDetail as Detail, EventVerification } from "../api/types";
 import {
   Button,
   Confirm,
@@ -217,6 +217,73 @@ function Countdown({ iso }: { iso: string }) {
   }, []);
   const seconds = Math.max(0, Math.round((new Date(iso).getTime() - now) / 1000));
   return <span>next retry in {seconds} s</span>;
+}
+
+const DELIVERY_TONE: Record<Delivery["status"], string> = {
+  success: "text-ok",
+  failed: "text-bad",
+  transform_failed: "text-bad",
+  held: "text-wait",
+  scheduled: "text-wait",
+  delivering: "text-wait",
+  filtered: "text-muted",
+  deduplicated: "text-muted",
+};
+
+/** One row per route the event went through (its replays' routings too): where it went, where
+ * that stands and why, and its attempts (listed in full below). */
+function Deliveries({ deliveries }: { deliveries: Delivery[] }) {
+  if (deliveries.length === 0) return null;
+  return (
+    <section
+      aria-labelledby="deliveries-title"
+      className="rounded-lg border border-line bg-panel p-4"
+    >
+      <h2 id="deliveries-title" className="mb-2 font-semibold">
+        Deliveries
+      </h2>
+      <table className="w-full text-sm">
+        <caption className="sr-only">The event's deliveries, one per route</caption>
+        <thead>
+          <tr className="text-left">
+            <th className="p-1.5">Route</th>
+            <th className="p-1.5">Destination</th>
+            <th className="p-1.5">Status</th>
+            <th className="p-1.5">Why</th>
+            <th className="p-1.5">Attempts</th>
+            <th className="p-1.5">Since</th>
+          </tr>
+        </thead>
+        <tbody>
+          {deliveries.map((d) => {
+            const last = d.attempts.at(-1);
+            return (
+              <tr key={d.id} className="border-t border-line align-top">
+                <td className="p-1.5 font-mono">{d.route}</td>
+                <td className="p-1.5 font-mono">{d.destination}</td>
+                <td className={`p-1.5 font-medium ${DELIVERY_TONE[d.status]}`}>
+                  {d.status.replace("_", " ")}
+                </td>
+                <td className="break-words p-1.5 font-mono text-xs">{d.reason ?? "—"}</td>
+                <td className="whitespace-nowrap p-1.5">
+                  {d.attempts.length}
+                  {last && (
+                    <span className="text-muted">
+                      {" "}
+                      (last: {last.status_code ? `HTTP ${last.status_code}` : "no response"})
+                    </span>
+                  )}
+                </td>
+                <td className="whitespace-nowrap p-1.5">
+                  <Time iso={d.updated_at} />
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </section>
+  );
 }
 
 function Attempts({ attempts }: { attempts: Attempt[] }) {
@@ -478,6 +545,7 @@ export function EventDetail() {
         tab={search.tab}
         onTab={(tab) => navigate({ search: (p) => ({ ...p, tab }), replace: true })}
       />
+      <Deliveries deliveries={data.deliveries} />
       <Attempts attempts={data.attempts} />
       {awaiting !== null && (
         <p role="status" className="text-sm text-muted">
