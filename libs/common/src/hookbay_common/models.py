@@ -376,6 +376,10 @@ class RatePeriod(StrEnum):
     MINUTE = "minute"
     HOUR = "hour"
 
+    @property
+    def seconds(self) -> float:
+        return {"second": 1.0, "minute": 60.0, "hour": 3600.0}[self.value]
+
 
 DESTINATION_TIMEOUT_DEFAULT: Final = 10
 DESTINATION_TIMEOUT_MAX: Final = 60
@@ -465,6 +469,12 @@ class Webhook(_Record):
     active: bool = True
     routes: tuple[Route, ...] = ()
     """In order: the order owners see and the router evaluates."""
+
+    @property
+    def enabled_routes(self) -> tuple[Route, ...]:
+        """The routes that take events, in order (a webhook with none is not routed)."""
+        return tuple(route for route in self.routes if route.enabled)
+
     created_at: datetime
     updated_at: datetime
 

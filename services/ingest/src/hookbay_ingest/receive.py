@@ -153,8 +153,9 @@ class ReceivePipeline:
         body = await self._read_body(request)
         headers = join_headers(request.headers.raw)
         now = self.clock()
-        verdict = self._verify(request, check, headers, body, now)
-        event = self._capture(request, request_id, webhook, headers, body, verdict, now)
+        query = request.scope.get("query_string", b"").decode("latin-1")  # byte for byte
+        verdict = self._verify(request, check, headers, body, query, now)
+        event = self._capture(request, request_id, webhook, headers, body, query, verdict, now)
         if verdict.refused is not None:
             await self._produce(event, best_effort=True)
             raise InvalidSignature(request_id, verdict.refused)
@@ -258,7 +259,7 @@ class ReceivePipeline:
 
     def _capture(
         self, request: Request, request_id: str, webhook: Webhook, headers: dict[str, str],
-        body: bytes, verdict: Verdict, now: datetime,
+        body: bytes, query: str, verdict: Verdict, now: datetime,
     ) -> Event:  # fmt: skip
         peer = request.client.host if request.client else "unknown"
         rejected = verdict.refused is not None
@@ -278,8 +279,8 @@ class ReceivePipeline:
             status=EventStatus.FAILED if rejected else EventStatus.PENDING,
             rejected_reason=RejectedReason.INVALID_SIGNATURE if rejected else None,
             forward_url=webhook.forward_url,
-            routed=any(route.enabled for route in webhook.routes),
-            query=request.scope.get("query_string", b"").decode("latin-1") or None,
+            routed=bool(webhook.enabled_routes),
+            query=query or None,
             created_at=now,
             verification=verdict.record,
             handshake=verdict.handshake,
@@ -287,13 +288,12 @@ class ReceivePipeline:
 
     def _verify(
         self, request: Request, check: WebhookCheck | None, headers: dict[str, str],
-        body: bytes, now: datetime,
+        body: bytes, query: str, now: datetime,
     ) -> Verdict:  # fmt: skip
         """The webhook's check on the request: a handshake's answer when the request is one,
         else its verifier's verdict (``UNVERIFIED`` for a webhook that verifies nothing)."""
         if check is None:
             return UNVERIFIED
-        query = request.scope.get("query_string", b"").decode("latin-1")  # byte for byte
         signed = SignedRequest(body, headers, query, request.method)
         secrets = check.secrets_at(now)
         clock = _frozen(now)  # one reading of the clock per request (it costs µs)

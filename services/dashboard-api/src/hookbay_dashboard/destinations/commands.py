@@ -3,6 +3,7 @@ same service as the API (``hookbay_dashboard.services``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -247,29 +248,26 @@ def destination_delete(state: CliState, username: str, name: str) -> None:
     )
 
 
-@destination.command("pause")
-@click.argument("username")
-@click.argument("name")
-@json_option
-@pass_state
-def destination_pause(state: CliState, username: str, name: str) -> None:
-    """Hold the destination's deliveries (none is discarded) until it is resumed."""
+def _state_change(verb: str, past: str) -> Callable[..., None]:
+    """``pause`` or ``resume``: the service's method of that name, the destination shown after."""
 
-    async def work(rt: Runtime) -> Destination:
-        return await _service(rt).pause(username, name)
+    @click.argument("username")
+    @click.argument("name")
+    @json_option
+    @pass_state
+    def command(state: CliState, username: str, name: str) -> None:
+        async def work(rt: Runtime) -> Destination:
+            changed: Destination = await getattr(_service(rt), verb)(username, name)
+            return changed
 
-    _emit(state, state.run(work), "paused")
+        _emit(state, state.run(work), past)
+
+    return command
 
 
-@destination.command("resume")
-@click.argument("username")
-@click.argument("name")
-@json_option
-@pass_state
-def destination_resume(state: CliState, username: str, name: str) -> None:
-    """Deliver again (also a disabled destination); held deliveries go out in order."""
-
-    async def work(rt: Runtime) -> Destination:
-        return await _service(rt).resume(username, name)
-
-    _emit(state, state.run(work), "resumed")
+destination.command(
+    "pause", help="Hold the destination's deliveries (none is discarded) until it is resumed."
+)(_state_change("pause", "paused"))
+destination.command(
+    "resume", help="Deliver again (also a disabled destination); held deliveries go out in order."
+)(_state_change("resume", "resumed"))

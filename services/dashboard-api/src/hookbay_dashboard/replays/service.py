@@ -110,7 +110,7 @@ class ReplayPublisher:
 def targets(webhook: Webhook) -> tuple[str | None, tuple[str, ...]]:
     """Where the webhook delivers now: its forward URL and its enabled routes' names;
     ``NothingToDeliverTo`` when neither."""
-    routes = tuple(route.name for route in webhook.routes if route.enabled)
+    routes = tuple(route.name for route in webhook.enabled_routes)
     if webhook.forward_url is None and not routes:
         raise NothingToDeliverTo(
             f"webhook {webhook.name!r} has no forward URL and no enabled route: nothing to "
@@ -346,8 +346,7 @@ class ReplayJobRunner:
         """Publish the next page; the job as recorded after it, ``None`` when the job ended
         or this runner lost it."""
         webhook = await self._webhooks.get_by_id(job.webhook_id)
-        routed = webhook is not None and any(route.enabled for route in webhook.routes)
-        if webhook is None or (webhook.forward_url is None and not routed):
+        if webhook is None or (webhook.forward_url is None and not webhook.enabled_routes):
             reason = (
                 "was deleted"
                 if webhook is None

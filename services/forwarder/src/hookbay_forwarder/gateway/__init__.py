@@ -7,6 +7,7 @@ Time comes from an injected ``Clock`` (``clock``). ``breaker``: a destination's 
 whose transitions tell the caller to pause, resume or disable the destination. docs/architecture.md, "Delivery lanes".
 """
 
+from hookbay_common.models import RatePeriod
 from hookbay_forwarder.gateway.breaker import (
     Action,
     Breaker,
@@ -18,7 +19,7 @@ from hookbay_forwarder.gateway.breaker import (
     TransitionKind,
     classify,
 )
-from hookbay_forwarder.gateway.bucket import Rate, RatePeriod, TokenBucket
+from hookbay_forwarder.gateway.bucket import Rate, TokenBucket
 from hookbay_forwarder.gateway.clock import Clock, ManualClock, SystemClock
 from hookbay_forwarder.gateway.config import (
     DEFAULT_MAX_CONCURRENCY,

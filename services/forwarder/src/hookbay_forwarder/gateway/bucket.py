@@ -9,19 +9,10 @@ the event loop's own clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+
+from hookbay_common.models import RatePeriod
 
 _EPSILON = 1e-9
-
-
-class RatePeriod(StrEnum):
-    SECOND = "second"
-    MINUTE = "minute"
-    HOUR = "hour"
-
-    @property
-    def seconds(self) -> float:
-        return {"second": 1.0, "minute": 60.0, "hour": 3600.0}[self.value]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Final
 
-from hookbay_common.models import Destination
-from hookbay_forwarder.gateway.bucket import Rate, RatePeriod
+from hookbay_common.models import MAX_CONCURRENCY_DEFAULT as DEFAULT_MAX_CONCURRENCY
+from hookbay_common.models import MAX_CONCURRENCY_MAX as MAX_CONCURRENCY
+from hookbay_common.models import Destination, DestinationState
+from hookbay_forwarder.gateway.bucket import Rate
 
-DEFAULT_MAX_CONCURRENCY: Final = 10
-MAX_CONCURRENCY: Final = 64
-
-
-class DestinationState(StrEnum):
-    ACTIVE = "active"
-    PAUSED = "paused"
-    DISABLED = "disabled"
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "MAX_CONCURRENCY", "DestinationState", "LaneConfig"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +37,6 @@ def lane_config(destination: Destination | None) -> LaneConfig | None:
     limit = destination.rate_limit
     return LaneConfig(
         max_concurrency=destination.max_concurrency,
-        rate=Rate(limit.count, RatePeriod(limit.period.value)) if limit is not None else None,
-        state=DestinationState(destination.state.value),
+        rate=Rate(limit.count, limit.period) if limit is not None else None,
+        state=destination.state,
     )

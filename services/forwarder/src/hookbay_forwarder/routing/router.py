@@ -31,6 +31,7 @@ from hookbay_common.models import (
     Delivery,
     DeliveryStatus,
     Destination,
+    DestinationState,
     Event,
     Route,
     Webhook,
@@ -89,7 +90,7 @@ class Router:
         source = source_id or event.id
         at = event.created_at if trigger is AttemptTrigger.INITIAL else utcnow()
         webhook = await self._view.webhook(event.username, event.webhook_name)
-        routes = [r for r in (webhook.routes if webhook else ()) if r.enabled]
+        routes = webhook.enabled_routes if webhook else ()
         if not routes:
             nothing = self._delivery(event, source, NO_ROUTE, "", at, DeliveryStatus.FILTERED,
                                      "the webhook has no enabled route")  # fmt: skip
@@ -117,7 +118,7 @@ class Router:
                 ))  # fmt: skip
                 continue
             status, reason = DeliveryStatus.SCHEDULED, None
-            if destination.state.value != "active":
+            if destination.state is not DestinationState.ACTIVE:
                 status = DeliveryStatus.HELD
                 reason = f"{destination.state.value}: {destination.state_reason or 'manual'}"
             delivery = self._delivery(event, source, route.name, route.destination, at, status,
