@@ -1,0 +1,100 @@
+"""Deliveries: one event over one route to its destination, and the event's status derived
+from them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from enum import StrEnum
+from typing import Final
+
+from hookbay_common.clock import epoch_ms
+from hookbay_common.models.events import EventStatus
+from hookbay_common.models.record import Record
+
+
+class DeliveryStatus(StrEnum):
+    """Where one delivery (an event over one route to its destination) stands."""
+
+    FILTERED = "filtered"
+    """The route's filter did not match (``reason`` says why): nothing to deliver."""
+    DEDUPLICATED = "deduplicated"
+    TRANSFORM_FAILED = "transform_failed"
+    HELD = "held"
+    """Waiting in the hold store: its destination is paused or disabled (``reason``)."""
+    SCHEDULED = "scheduled"
+    """A retry waits for its time."""
+    DELIVERING = "delivering"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+    @property
+    def finished(self) -> bool:
+        return self not in _UNFINISHED
+
+
+_UNFINISHED: Final = frozenset(
+    {DeliveryStatus.HELD, DeliveryStatus.SCHEDULED, DeliveryStatus.DELIVERING}
+)
+_DELIVERY_TIE_ORDER: Final = tuple(DeliveryStatus)
+"""Among records of one delivery with the same rank and time, the later in this order wins
+(any fixed order would do: it only makes the result independent of the reading order)."""
+
+
+class Delivery(Record):
+    """The latest known state of one delivery: ``id`` (``routing.tasks.delivery_id``) of event
+    ``event_id`` over the route named ``route`` to the destination named ``destination`` (names,
+    as the API shows them, recorded when the event was routed), ``status`` since ``at``.
+
+    Records of one delivery arrive in any order and any number of times; ``supersedes`` decides
+    which one stands: a finished status over an unfinished one whatever their times, else the
+    later ``at``."""
+
+    id: str
+    event_id: str
+    webhook_id: str
+    username: str
+    route: str
+    destination: str
+    status: DeliveryStatus
+    reason: str | None = None
+    at: datetime
+
+    @property
+    def precedence(self) -> tuple[int, int, int]:
+        """Finished or not, then ``at`` to the millisecond (what the wire and the store keep),
+        then the status's place in ``DeliveryStatus``."""
+        return (
+            int(self.status.finished), epoch_ms(self.at), _DELIVERY_TIE_ORDER.index(self.status)
+        )  # fmt: skip
+
+    def supersedes(self, other: Delivery) -> bool:
+        """Whether this record replaces ``other`` (of the same delivery)."""
+        return self.precedence > other.precedence
+
+
+def event_status_of(deliveries: Iterable[Delivery]) -> EventStatus:
+    """An event's status from the deliveries of its latest routing (``latest_routing``): any
+    failed → failed; else any unfinished (held, scheduled, delivering) → pending; else success
+    (also when every route filtered it out or none matched). ``transform_failed`` counts as
+    failed, ``deduplicated`` and ``filtered`` as finished without delivery."""
+    statuses = {d.status for d in latest_routing(deliveries)}
+    if statuses & {DeliveryStatus.FAILED, DeliveryStatus.TRANSFORM_FAILED}:
+        return EventStatus.FAILED
+    if statuses & _UNFINISHED:
+        return EventStatus.PENDING
+    return EventStatus.SUCCESS
+
+
+def latest_routing(deliveries: Iterable[Delivery]) -> list[Delivery]:
+    """The deliveries of an event's latest routing: its first, or its latest replay's. A
+    delivery id names its routing (``routing.tasks.delivery_id``: the event's id, or the
+    replay's chain id, whose time-ordered suffix sorts later routings after earlier ones)."""
+    by_routing: dict[str, list[Delivery]] = {}
+    for delivery in deliveries:
+        by_routing.setdefault(_routing_of(delivery.id), []).append(delivery)
+    return by_routing[max(by_routing)] if by_routing else []
+
+
+def _routing_of(delivery_id: str) -> str:
+    return delivery_id.split("_")[1]

@@ -1,0 +1,115 @@
+"""The gateway's configuration: destinations (where deliveries go, at what pace, in what state)
+and the routes that send a webhook's events to them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import Field, SecretStr
+
+from hookbay_common.models.record import Record
+
+
+class DestinationState(StrEnum):
+    """Whether a destination receives deliveries (``docs/owners/routes.md``, "States")."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    """Deliveries are held, never discarded, until it is resumed."""
+    DISABLED = "disabled"
+    """Turned off by hookbay (the destination is gone, or failed for too long); held too."""
+
+
+class StateReason(StrEnum):
+    """Why a destination is not active."""
+
+    MANUAL = "manual"
+    """Its owner paused it."""
+    BREAKER = "breaker"
+    GONE = "gone"
+    SUSTAINED_FAILURE = "sustained_failure"
+
+
+class RatePeriod(StrEnum):
+    SECOND = "second"
+    MINUTE = "minute"
+    HOUR = "hour"
+
+    @property
+    def seconds(self) -> float:
+        return {"second": 1.0, "minute": 60.0, "hour": 3600.0}[self.value]
+
+
+DESTINATION_TIMEOUT_DEFAULT: Final = 10
+DESTINATION_TIMEOUT_MAX: Final = 60
+MAX_CONCURRENCY_DEFAULT: Final = 10
+MAX_CONCURRENCY_MAX: Final = 64
+
+
+class RateLimit(Record):
+    """At most ``count`` requests per ``period`` to one destination, retries included."""
+
+    count: int = Field(ge=1, le=1_000_000)
+    period: RatePeriod
+
+
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+BREAKER_DISABLE_AFTER_DEFAULT: Final = 72 * 3600
+
+
+class Breaker(Record):
+    """A destination's circuit breaker (docs/owners/alerts.md): the thresholds its owner may
+    set, and the state the deliverer writes (``state``, ``opened_at``, ``next_probe_at``)."""
+
+    state: BreakerState = BreakerState.CLOSED
+    window_s: int = Field(default=120, ge=10, le=86_400)
+    min_attempts: int = Field(default=10, ge=1, le=10_000)
+    failure_pct: int = Field(default=70, ge=1, le=100)
+    consecutive: int = Field(default=20, ge=1, le=10_000)
+    cooldown_s: int = Field(default=30, ge=1, le=3600)
+    max_cooldown_s: int = Field(default=1800, ge=1, le=86_400)
+    disable_after_s: int = Field(default=BREAKER_DISABLE_AFTER_DEFAULT, ge=60, le=30 * 86_400)
+    opened_at: datetime | None = None
+    next_probe_at: datetime | None = None
+
+
+class Destination(Record):
+    """Where routes deliver: an owner's URL with its delivery controls. ``headers`` values are
+    plaintext in memory only (sealed at rest and on the change log); ``retry_schedule``
+    ``None`` means the installation's ``HOOKBAY_RETRY_SCHEDULE``."""
+
+    id: str
+    username: str
+    name: str
+    url: str
+    timeout_s: int = Field(default=DESTINATION_TIMEOUT_DEFAULT, ge=1, le=DESTINATION_TIMEOUT_MAX)
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    retry_schedule: tuple[str, ...] | None = None
+    rate_limit: RateLimit | None = None
+    max_concurrency: int = Field(default=MAX_CONCURRENCY_DEFAULT, ge=1, le=MAX_CONCURRENCY_MAX)
+    state: DestinationState = DestinationState.ACTIVE
+    state_reason: StateReason | None = None
+    breaker: Breaker = Field(default_factory=Breaker)
+    created_at: datetime
+    updated_at: datetime
+
+
+class Route(Record):
+    """One of a webhook's ordered routes: its events that pass ``filter`` (``None``: all of
+    them) go to the owner's destination named ``destination``. ``filter`` is the owner's
+    filter document as saved (``hookbay_common.routing.filters``)."""
+
+    id: str
+    name: str
+    destination: str
+    enabled: bool = True
+    filter: dict[str, Any] | None = None
+    created_at: datetime
+    updated_at: datetime
