@@ -2,9 +2,10 @@
 
 ``python -m tests.chaos.destination --port P --log FILE``. Every request is answered by the
 current mode and written down as one JSON line (flushed at once): ``request_id`` and ``event_id``
-(the forwarder's ``X-Hookbay-*`` headers), ``attempt``, ``sha256`` and ``size`` of the body,
-``status`` answered (0: held until the forwarder gave up) and ``at`` (``time.time()``). Bodies are
-not kept: a run moves gigabytes.
+(the forwarder's ``X-Hookbay-*`` headers), ``attempt``, ``path``, ``sha256`` and ``size`` of the
+body, ``status`` answered (0: held until the forwarder gave up), ``at`` (``time.time()``) and
+``concurrent``: the requests to the same path in flight when it arrived, itself included (1: it
+overlapped no other). Bodies are not kept: a run moves gigabytes.
 
 Modes, set by ``POST /_chaos/mode`` with ``{"mode": ...}``: ``ok`` (200), ``unavailable`` (503),
 ``hang`` (no answer until the forwarder's timeout ends the request) and ``flaky`` (``FLAKY``).
@@ -18,6 +19,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +38,7 @@ class Destination:
     def __init__(self, log: IO[str]) -> None:
         self.mode = "ok"
         self._log = log
+        self._in_flight: Counter[str] = Counter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -45,6 +48,13 @@ class Destination:
                 if kind == "lifespan.shutdown":
                     return
         assert scope["type"] == "http"
+        self._in_flight[scope["path"]] += 1
+        try:
+            await self._request(scope, receive, send, self._in_flight[scope["path"]])
+        finally:
+            self._in_flight[scope["path"]] -= 1
+
+    async def _request(self, scope: Scope, receive: Receive, send: Send, concurrent: int) -> None:
         control = scope["path"] == "/_chaos/mode"
         digest, size, kept = hashlib.sha256(), 0, bytearray()
         while True:
@@ -73,6 +83,7 @@ class Destination:
             "event_id": headers.get("x-hookbay-event-id"),
             "attempt": headers.get("x-hookbay-attempt"), "path": scope["path"],
             "sha256": digest.hexdigest(), "size": size, "status": status, "at": time.time(),
+            "concurrent": concurrent,
         }  # fmt: skip
         if status == 0:  # written first: the forwarder's timeout cancels what follows
             self._write(line)

@@ -5,17 +5,19 @@ once the faulty part is back (restarted and ready); the runner measures around i
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hookbay_common.db import Collections
 from hookbay_common.db.documents import body_to_document
+from hookbay_common.models import RateLimit, RatePeriod
 from tests.chaos.checker import Verdict, check
 from tests.chaos.stack import Infra, Stack
 from tests.support.waiting import until
@@ -43,9 +45,15 @@ SHORT = Timing(warm=3.0, after=4.0, hold=3.0)
 
 @dataclass(frozen=True)
 class Scenario:
+    """``fan_out`` routes per routed owner, their destinations created with ``routed_fields``;
+    ``verify`` checks the drained run's destination log and writes ``stack.controls``."""
+
     name: str
     title: str
     fault: Callable[[Stack], Awaitable[None]]
+    fan_out: int = 1
+    routed_fields: dict[str, Any] = field(default_factory=dict)
+    verify: Callable[[Stack, list[str]], None] | None = None
 
 
 async def _hold(stack: Stack, since: float, times: float = 1.0) -> None:
@@ -133,6 +141,63 @@ async def routed_destinations_paused(stack: Stack) -> None:
     assert not reached, f"{len(reached)} attempts reached a paused destination"
 
 
+RATE: Final = 5
+"""Requests a second each routed destination is limited to in ``rate-limited``: below each
+owner's share of the load (150/s over 20 owners), so the limit, not the load, sets the pace."""
+RATE_WINDOW: Final = 60.0
+RATE_TOLERANCE: Final = 0.10
+
+
+async def routed_rate_limited(stack: Stack) -> None:
+    """Every routed destination limited to ``RATE``/s for a minute and more: the attempts
+    reaching each over ``RATE_WINDOW`` seconds (from once the change applied) are counted at the
+    destination and must be within ``RATE_TOLERANCE`` of the limit; then the limit is lifted
+    and the backlog drains."""
+    await stack.change_routed({"rate_limit": RateLimit(count=RATE, period=RatePeriod.SECOND)})
+    await asyncio.sleep(PAUSE_APPLIED + 1)  # the change log, and the lanes' backlog building
+    start = time.time()
+    await asyncio.sleep(RATE_WINDOW)
+    end = time.time()
+    await stack.change_routed({"rate_limit": None})
+    counted = dict.fromkeys(stack.routed_paths, 0)
+    for d in stack.deliveries():
+        if d["path"] in counted and start <= d["at"] < end:
+            counted[d["path"]] += 1
+    rates = [n / RATE_WINDOW for n in counted.values()]
+    ok = all(abs(rate - RATE) <= RATE * RATE_TOLERANCE for rate in rates)
+    stack.controls["rate"] = {
+        "limit_per_s": RATE, "window_s": RATE_WINDOW, "destinations": len(rates),
+        "min_per_s": round(min(rates), 2), "max_per_s": round(max(rates), 2), "ok": ok,
+    }  # fmt: skip
+
+
+def serial_in_order(stack: Stack, topic_order: list[str]) -> None:
+    """``max_concurrency: 1`` held: no attempt to a routed destination overlapped another, and
+    each destination's first deliveries came in the order its owner's events are on the
+    events topic (a redelivery after the kill is a duplicate, not a reordering)."""
+    owner_of = {str(a["request_id"]): stack.targets[int(a["target"])].path.split("/")[2]
+                for a in stack.accepted()}  # fmt: skip
+    overlapped, out_of_order, paths = 0, 0, stack.routed_paths
+    firsts: dict[str, list[str]] = {path: [] for path in paths}
+    seen: set[tuple[str, str]] = set()
+    for d in stack.deliveries():
+        if d["path"] not in paths:
+            continue
+        overlapped += int(d["concurrent"] > 1)
+        if d["status"] == 200 and (d["request_id"], d["path"]) not in seen:
+            seen.add((d["request_id"], d["path"]))
+            firsts[d["path"]].append(d["request_id"])
+    for path, owner in paths.items():
+        order = [r for r in topic_order if owner_of.get(r) == owner]
+        position = {r: i for i, r in enumerate(order)}
+        got = [position[r] for r in firsts[path] if r in position]
+        out_of_order += sum(1 for a, b in itertools.pairwise(got) if b < a)
+    stack.controls["serial"] = {
+        "destinations": len(paths), "overlapping_attempts": overlapped,
+        "out_of_order": out_of_order, "ok": not overlapped and not out_of_order,
+    }  # fmt: skip
+
+
 def _accepted_since(stack: Stack, since: float) -> bool:
     return len(stack.accepted(since)) > 0
 
@@ -181,6 +246,24 @@ SCENARIOS = [
         routed_destinations_paused,
     ),
     Scenario(
+        "fan-out",
+        "every routed owner's events fan out to 3 destinations; kill -9 of the forwarder",
+        _killed("forwarder"),
+        fan_out=3,
+    ),
+    Scenario(
+        "rate-limited",
+        f"every routed destination limited to {RATE}/s for {RATE_WINDOW:g} s, measured there",
+        routed_rate_limited,
+    ),
+    Scenario(
+        "serial-forwarder-kill",
+        "routed destinations at max_concurrency 1; kill -9 of the forwarder",
+        _killed("forwarder"),
+        routed_fields={"max_concurrency": 1},
+        verify=serial_in_order,
+    ),
+    Scenario(
         "store-read-only",
         "the store's PostgreSQL refuses every write for 20 s (disk full)",
         store_refuses_writes,
@@ -192,7 +275,14 @@ async def run(
     infra: Infra, scenario: Scenario, workdir: Path, rate: float, timing: Timing = FULL
 ) -> dict[str, Any]:
     """One scenario from a fresh stack to its figures (``verdict`` included)."""
-    async with Stack(infra, scenario.name, workdir / scenario.name, timing.hold) as stack:
+    async with Stack(
+        infra,
+        scenario.name,
+        workdir / scenario.name,
+        timing.hold,
+        fan_out=scenario.fan_out,
+        routed_fields=scenario.routed_fields,
+    ) as stack:
         await stack.start_load(rate)
         await until(lambda: len(stack.accepted()) >= rate * timing.warm * 0.8, 120, interval=0.2,
                     what="load accepted before the fault")  # fmt: skip
@@ -215,8 +305,11 @@ async def run(
         in_kafka = await stack.in_kafka()
         counted = await stack.counted_by_stats(len(in_kafka), STATS_WAIT)
         verdict = check(
-            stack.answers(), in_kafka, stored, stack.deliveries(), counted_by_stats=counted
-        )
+            stack.answers(), in_kafka, stored, stack.deliveries(), counted_by_stats=counted,
+            copies=stack.copies,
+        )  # fmt: skip
+        if scenario.verify is not None:
+            scenario.verify(stack, list(in_kafka))
         figures: dict[str, Any] = {
             "scenario": scenario.name, "title": scenario.title,
             "fault_s": round(back_at - fault_at, 1), "first_200_after_s": round(first_200, 2),
@@ -227,6 +320,8 @@ async def run(
             ),
             "exited": stack.exited(), "verdict": verdict.as_dict(),
         }  # fmt: skip
+        if stack.controls:
+            figures["controls"] = stack.controls
         if scenario.name == "baseline":
             figures["self_check"] = await self_check(stack, in_kafka, stored, verdict)
         return figures
