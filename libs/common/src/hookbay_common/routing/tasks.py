@@ -40,7 +40,7 @@ def event_of(delivery: str) -> str | None:
     if (
         len(parts) != 4
         or parts[0] != IdPrefix.DELIVERY
-        or not has_prefix(f"evt_{parts[1]}", IdPrefix.EVENT)
+        or not has_prefix(f"{IdPrefix.EVENT}_{parts[1]}", IdPrefix.EVENT)
     ):
         return None
     return f"{IdPrefix.EVENT}_{parts[1]}"
