@@ -61,6 +61,18 @@ CONTROLS = {
         f"rate limit {c['limit_per_s']}/s, measured at each of {c['destinations']} destinations "
         f"over {c['window_s']:g} s: {c['min_per_s']} to {c['max_per_s']}/s (±10 % allowed)"
     ),
+    "keeps_up": lambda c: (
+        f"every destination answering in {c['answer_s']:g} s, over {c['window_s']:g} s: the "
+        f"routed owners' backlog grew by {c['routed_backlog_growth']} while they sent "
+        f"{c['routed_sent']} (5 % allowed); the forward-URL owners' (one at a time) by "
+        f"{c['forward_url_backlog_growth']}"
+    ),
+    "isolation": lambda c: (
+        f"{c['hung']} routed destinations hanging for {c['window_s']:g} s: the other "
+        f"{c['others']}'s p99 from sent to delivered {c['p99_before_ms']} ms before, "
+        f"{c['p99_during_ms']} ms during ({c['samples'][0]} and {c['samples'][1]} deliveries; "
+        "10 ms allowed)"
+    ),
     "serial": lambda c: (
         f"max_concurrency 1 at {c['destinations']} destinations: {c['overlapping_attempts']} "
         f"overlapping attempts, {c['out_of_order']} first deliveries out of the events' order"

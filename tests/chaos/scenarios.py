@@ -19,6 +19,7 @@ from hookbay_common.db import Collections
 from hookbay_common.db.documents import body_to_document
 from hookbay_common.models import RateLimit, RatePeriod
 from tests.chaos.checker import Verdict, check
+from tests.chaos.destination import SLOW
 from tests.chaos.stack import Infra, Stack
 from tests.support.waiting import until
 
@@ -171,6 +172,102 @@ async def routed_rate_limited(stack: Stack) -> None:
     }  # fmt: skip
 
 
+SLOW_WINDOW: Final = 60.0
+SETTLE: Final = 10.0
+"""Seconds into a slow or hanging window before measuring: the backlog and the lanes' retries
+settle into the new pace."""
+KEEP_UP: Final = 0.05
+"""The routed owners' backlog may grow by at most this share of what they sent meanwhile."""
+
+
+def _owner_of(stack: Stack, answer: dict[str, Any]) -> str:
+    return stack.targets[int(answer["target"])].path.split("/")[2]
+
+
+def _backlog(stack: Stack, owners: set[str], at: float) -> int:
+    """Requests of ``owners`` answered 200 by ``at`` and not yet delivered by then."""
+    accepted = {
+        str(a["request_id"]) for a in stack.accepted()
+        if a["answered"] <= at and _owner_of(stack, a) in owners
+    }  # fmt: skip
+    delivered = {
+        str(d["request_id"]) for d in stack.deliveries() if d["status"] == 200 and d["at"] <= at
+    }
+    return len(accepted - delivered)
+
+
+async def destinations_slow(stack: Stack) -> None:
+    """Every destination answers in ``SLOW`` s for ``SLOW_WINDOW`` s. A routed owner's lane
+    delivers several at once (``max_concurrency``, 10), so its backlog must not grow (the
+    control); a ``forward_url`` owner's events go one at a time, so its backlog grows, and is
+    reported beside it."""
+    await stack.destination_mode("slow")
+    start = time.time()
+    await asyncio.sleep(SLOW_WINDOW)
+    end = time.time()
+    await stack.destination_mode("ok")
+    routed, forwarded = set(stack.routed), {t.path.split("/")[2] for t in stack.targets}
+    forwarded -= routed
+    sent = sum(
+        1 for a in stack.accepted(start + SETTLE)
+        if a["answered"] <= end and _owner_of(stack, a) in routed
+    )  # fmt: skip
+    grew = {
+        name: _backlog(stack, owners, end) - _backlog(stack, owners, start + SETTLE)
+        for name, owners in (("routes", routed), ("forward_url", forwarded))
+    }
+    stack.controls["keeps_up"] = {
+        "answer_s": SLOW, "window_s": SLOW_WINDOW - SETTLE, "routed_sent": sent,
+        "routed_backlog_growth": grew["routes"], "forward_url_backlog_growth": grew["forward_url"],
+        "ok": grew["routes"] <= KEEP_UP * sent,
+    }  # fmt: skip
+
+
+HANG_WINDOW: Final = 30.0
+P99_SHIFT: Final = 0.010
+"""How much the other destinations' p99 latency may move while some hang (seconds)."""
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+
+
+async def half_the_destinations_hang(stack: Stack) -> None:
+    """Half of the routed owners' destinations hang (no answer until the forward timeout) for
+    ``HANG_WINDOW`` s; the other routed owners' latency (sent → arrival at their destination)
+    must keep its p99 within ``P99_SHIFT`` of the same length of time before (no head-of-line
+    blocking across destinations)."""
+    hung = stack.routed[: len(stack.routed) // 2]
+    others = set(stack.routed[len(stack.routed) // 2 :])
+    start = time.time()
+    await stack.destination_mode("hang", [f"/{owner}" for owner in hung])
+    await asyncio.sleep(HANG_WINDOW)
+    end = time.time()
+    await stack.destination_mode(None, [f"/{owner}" for owner in hung])
+    sent = {
+        str(a["request_id"]): float(a["sent"]) for a in stack.accepted()
+        if _owner_of(stack, a) in others
+    }  # fmt: skip
+    firsts: dict[str, float] = {}
+    for d in stack.deliveries():
+        if d["status"] == 200 and d["request_id"] in sent:
+            firsts.setdefault(d["request_id"], float(d["at"]) - sent[d["request_id"]])
+    measured_from = start + SETTLE
+    length = end - measured_from
+
+    def window(since: float, until: float) -> list[float]:
+        return [lat for r, lat in firsts.items() if since <= sent[r] < until]
+
+    before, during = window(start - length, start), window(measured_from, end - 5)
+    shift = _p99(during) - _p99(before)
+    stack.controls["isolation"] = {
+        "hung": len(hung), "others": len(others), "window_s": round(length, 1),
+        "p99_before_ms": round(_p99(before) * 1000, 1), "p99_during_ms": round(_p99(during) * 1000, 1),
+        "samples": [len(before), len(during)], "ok": shift <= P99_SHIFT,
+    }  # fmt: skip
+
+
 def serial_in_order(stack: Stack, topic_order: list[str]) -> None:
     """``max_concurrency: 1`` held: no attempt to a routed destination overlapped another, and
     each destination's first deliveries came in the order its owner's events are on the
@@ -262,6 +359,16 @@ SCENARIOS = [
         _killed("forwarder"),
         routed_fields={"max_concurrency": 1},
         verify=serial_in_order,
+    ),
+    Scenario(
+        "slow-destinations",
+        f"every destination answers in {SLOW:g} s for {SLOW_WINDOW:g} s; routed owners keep up",
+        destinations_slow,
+    ),
+    Scenario(
+        "destinations-hang",
+        f"half the routed destinations hang for {HANG_WINDOW:g} s; the others' p99 holds",
+        half_the_destinations_hang,
     ),
     Scenario(
         "store-read-only",

@@ -277,9 +277,14 @@ class Stack:
             self._load.terminate()
             await self._load.wait(120)
 
-    async def destination_mode(self, mode: str) -> None:
+    async def destination_mode(self, mode: str | None, paths: list[str] | None = None) -> None:
+        """The destination's answers from now: ``mode`` for every path, or for ``paths`` only
+        (``None``: those paths answer as every other again)."""
+        asked: dict[str, Any] = {"mode": mode}
+        if paths is not None:
+            asked["paths"] = paths
         async with httpx.AsyncClient(timeout=5) as client:
-            answer = await client.post(self.destination + "/_chaos/mode", json={"mode": mode})
+            answer = await client.post(self.destination + "/_chaos/mode", json=asked)
             answer.raise_for_status()
 
     @property
