@@ -66,13 +66,18 @@ async def no_fault(stack: Stack) -> None:
     del stack
 
 
-def _killed(key: str) -> Callable[[Stack], Awaitable[None]]:
+def _killed(*keys: str) -> Callable[[Stack], Awaitable[None]]:
+    """kill -9 of the processes ``keys`` at once; each started again half a hold later."""
+
     async def fault(stack: Stack) -> None:
         began = time.monotonic()
-        stack.processes[key].kill()
-        await stack.processes[key].wait()
+        for key in keys:
+            stack.processes[key].kill()
+        for key in keys:
+            await stack.processes[key].wait()
         await _hold(stack, began, 0.5)
-        await stack.start(key)
+        for key in keys:
+            await stack.start(key)
 
     return fault
 
@@ -320,6 +325,11 @@ SCENARIOS = [
         "forwarder-kill", "kill -9 of the forwarder, restarted 5 s later", _killed("forwarder")
     ),
     Scenario("recorder-kill", "kill -9 of the recorder, restarted 5 s later", _killed("recorder")),
+    Scenario(
+        "all-killed",
+        "kill -9 of the forwarder, recorder, stats processor and dashboard at once, back 5 s later",
+        _killed("forwarder", "recorder", "stats", "dashboard"),
+    ),
     Scenario("kafka-restart", "Kafka stopped for 10 s, then started", _servers_restarted("kafka")),
     Scenario(
         "store-restart",
