@@ -316,3 +316,9 @@ class TestDeliveries:
         filtered = rows.get_by_role("row").filter(has_text="audit")
         await expect(filtered).to_contain_text("filtered")
         await expect(filtered).to_contain_text('"order"')
+        await expect(filtered.get_by_role("button")).to_have_count(0)
+
+        # a delivered one can be sent again on its own: its count of attempts grows
+        await delivered.get_by_role("button", name="Retry the delivery over all").click()
+        await expect(delivered).to_contain_text("2 (last: HTTP 200)", timeout=30_000)
+        await expect(filtered).to_contain_text("filtered")

@@ -8,7 +8,9 @@ and the self-check of every ``make chaos`` run on its real data (``scenarios.sel
 - ``answers``: the load client's lines (``tests/support/load.py --mix``);
 - ``in_kafka``: request id → body SHA-256 of every event record on the events topic;
 - ``stored``: request id → (status, body SHA-256) of every event the store lists;
-- ``deliveries``: the destination's lines (``tests/chaos/destination.py``);
+- ``deliveries``: the destination's lines (``tests/chaos/destination.py``), by request and path:
+  a request whose webhook fans out (``copies``: target index → routes, default 1) must reach
+  that many paths;
 - ``counted_by_stats`` (optional): the events the stats processor counted for the owners'
   webhooks (received and rejected), which must equal the events on the topic: none lost, none
   counted twice, whatever the fault did to its consumer group.
@@ -40,9 +42,11 @@ class Verdict:
     not_final: dict[str, int] = field(default_factory=dict)
     """Stored accepted events whose status is not ``success``, by status."""
     undelivered: int = 0
+    """Accepted requests that did not reach every path they fan out to."""
     corrupt_deliveries: int = 0
     duplicate_deliveries: int = 0
-    """Successful deliveries beyond the first of a request (at-least-once: allowed, counted)."""
+    """Successful deliveries beyond the first of a request to a path (at-least-once: allowed,
+    counted)."""
     stored_unacknowledged: int = 0
     """Stored events whose request got no 200 (a 503 after a produce timeout may still have been
     written, README: allowed, counted)."""
@@ -70,10 +74,12 @@ def check(
     deliveries: Iterable[Mapping[str, Any]],
     *,
     counted_by_stats: int | None = None,
+    copies: Mapping[int, int] | None = None,
     examples: int = 10,
 ) -> Verdict:
     verdict = Verdict()
     expected: dict[str, str] = {}
+    wanted: dict[str, int] = {}
     unexpected: Counter[str] = Counter()
 
     def example(text: str) -> None:
@@ -86,6 +92,7 @@ def check(
         if status == 200:
             verdict.accepted += 1
             expected[str(answer["request_id"])] = str(answer["sha256"])
+            wanted[str(answer["request_id"])] = (copies or {}).get(int(answer.get("target", -1)), 1)
         elif status == 503 and answer.get("retry_after"):
             verdict.unavailable += 1
         else:
@@ -94,12 +101,14 @@ def check(
             example(f"answer {kind} to request {answer['n']}: {answer.get('answer', '')[:120]}")
     verdict.unexpected = dict(unexpected)
 
-    delivered: Counter[str] = Counter()
+    delivered: Counter[tuple[str, str]] = Counter()
+    paths: dict[str, set[str]] = {}
     for delivery in deliveries:
         if int(delivery["status"]) != 200:
             continue
         request_id = str(delivery["request_id"])
-        delivered[request_id] += 1
+        delivered[request_id, str(delivery.get("path", ""))] += 1
+        paths.setdefault(request_id, set()).add(str(delivery.get("path", "")))
         want = expected.get(request_id, in_kafka.get(request_id))
         if want is not None and delivery["sha256"] != want:
             verdict.corrupt_deliveries += 1
@@ -125,9 +134,10 @@ def check(
             if stored_status != FINAL:
                 not_final[stored_status] += 1
                 example(f"{request_id} stored as {stored_status}")
-        if request_id not in delivered:
+        reached = len(paths.get(request_id, ()))
+        if reached < wanted[request_id]:
             verdict.undelivered += 1
-            example(f"{request_id} answered 200, never delivered")
+            example(f"{request_id} answered 200, delivered to {reached} of {wanted[request_id]}")
     verdict.not_final = dict(not_final)
     verdict.stored_unacknowledged = sum(1 for request_id in stored if request_id not in expected)
     if counted_by_stats is not None:

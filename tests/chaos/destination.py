@@ -2,13 +2,15 @@
 
 ``python -m tests.chaos.destination --port P --log FILE``. Every request is answered by the
 current mode and written down as one JSON line (flushed at once): ``request_id`` and ``event_id``
-(the forwarder's ``X-Hookbay-*`` headers), ``attempt``, ``sha256`` and ``size`` of the body,
-``status`` answered (0: held until the forwarder gave up) and ``at`` (``time.time()``). Bodies are
-not kept: a run moves gigabytes.
+(the forwarder's ``X-Hookbay-*`` headers), ``attempt``, ``path``, ``sha256`` and ``size`` of the
+body, ``status`` answered (0: held until the forwarder gave up), ``at`` (``time.time()``) and
+``concurrent``: the requests to the same path in flight when it arrived, itself included (1: it
+overlapped no other). Bodies are not kept: a run moves gigabytes.
 
 Modes, set by ``POST /_chaos/mode`` with ``{"mode": ...}``: ``ok`` (200), ``unavailable`` (503),
-``hang`` (no answer until the forwarder's timeout ends the request) and ``flaky`` (``FLAKY``).
-SIGTERM ends it.
+``hang`` (no answer until the forwarder's timeout ends the request), ``slow`` (200 after
+``SLOW`` seconds) and ``flaky`` (``FLAKY``); with ``"paths": [...]`` the mode applies to those
+paths only (``"mode": null`` gives them back to the general mode). SIGTERM ends it.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-MODES = {"ok": 200, "unavailable": 503, "hang": 0, "flaky": 200}
+MODES = {"ok": 200, "unavailable": 503, "hang": 0, "flaky": 200, "slow": 200}
+SLOW = 0.5
+"""Seconds a ``slow`` destination takes to answer."""
 FLAKY = 10
 """In ``flaky`` mode one request in ``FLAKY`` (chosen by its request id) gets a 503 on its first
 attempt, so retries go on all the time (the soak)."""
@@ -35,7 +40,9 @@ HANG = 600.0
 class Destination:
     def __init__(self, log: IO[str]) -> None:
         self.mode = "ok"
+        self.by_path: dict[str, str] = {}
         self._log = log
+        self._in_flight: Counter[str] = Counter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -45,6 +52,13 @@ class Destination:
                 if kind == "lifespan.shutdown":
                     return
         assert scope["type"] == "http"
+        self._in_flight[scope["path"]] += 1
+        try:
+            await self._request(scope, receive, send, self._in_flight[scope["path"]])
+        finally:
+            self._in_flight[scope["path"]] -= 1
+
+    async def _request(self, scope: Scope, receive: Receive, send: Send, concurrent: int) -> None:
         control = scope["path"] == "/_chaos/mode"
         digest, size, kept = hashlib.sha256(), 0, bytearray()
         while True:
@@ -58,26 +72,38 @@ class Destination:
                 break
         if control:
             if scope["method"] == "POST":
-                mode = json.loads(kept)["mode"]
-                assert mode in MODES, mode
-                self.mode = mode
-            return await _answer(send, 200, json.dumps({"mode": self.mode}).encode())
+                asked = json.loads(kept)
+                mode = asked["mode"]
+                assert mode in MODES or (mode is None and "paths" in asked), mode
+                for path in asked.get("paths", []):
+                    if mode is None:
+                        self.by_path.pop(path, None)
+                    else:
+                        self.by_path[path] = mode
+                if "paths" not in asked:
+                    self.mode = mode
+            answer = {"mode": self.mode, "paths": self.by_path}
+            return await _answer(send, 200, json.dumps(answer).encode())
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        status = MODES[self.mode]
+        mode = self.by_path.get(scope["path"], self.mode)
+        status = MODES[mode]
         request_id = headers.get("x-hookbay-request-id", "")
         first = headers.get("x-hookbay-attempt") == "1"
-        if self.mode == "flaky" and first and _picked(request_id):
+        if mode == "flaky" and first and _picked(request_id):
             status = 503
         line: dict[str, Any] = {
             "request_id": request_id,
             "event_id": headers.get("x-hookbay-event-id"),
             "attempt": headers.get("x-hookbay-attempt"), "path": scope["path"],
             "sha256": digest.hexdigest(), "size": size, "status": status, "at": time.time(),
+            "concurrent": concurrent,
         }  # fmt: skip
         if status == 0:  # written first: the forwarder's timeout cancels what follows
             self._write(line)
             await asyncio.sleep(HANG)
             return
+        if mode == "slow":
+            await asyncio.sleep(SLOW)
         await _answer(send, status, b"ok" if status == 200 else b"unavailable")
         self._write(line)
 

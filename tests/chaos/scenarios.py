@@ -5,18 +5,21 @@ once the faulty part is back (restarted and ready); the runner measures around i
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hookbay_common.db import Collections
 from hookbay_common.db.documents import body_to_document
+from hookbay_common.models import RateLimit, RatePeriod
 from tests.chaos.checker import Verdict, check
+from tests.chaos.destination import SLOW
 from tests.chaos.stack import Infra, Stack
 from tests.support.waiting import until
 
@@ -43,9 +46,15 @@ SHORT = Timing(warm=3.0, after=4.0, hold=3.0)
 
 @dataclass(frozen=True)
 class Scenario:
+    """``fan_out`` routes per routed owner, their destinations created with ``routed_fields``;
+    ``verify`` checks the drained run's destination log and writes ``stack.controls``."""
+
     name: str
     title: str
     fault: Callable[[Stack], Awaitable[None]]
+    fan_out: int = 1
+    routed_fields: dict[str, Any] = field(default_factory=dict)
+    verify: Callable[[Stack, list[str]], None] | None = None
 
 
 async def _hold(stack: Stack, since: float, times: float = 1.0) -> None:
@@ -57,13 +66,18 @@ async def no_fault(stack: Stack) -> None:
     del stack
 
 
-def _killed(key: str) -> Callable[[Stack], Awaitable[None]]:
+def _killed(*keys: str) -> Callable[[Stack], Awaitable[None]]:
+    """kill -9 of the processes ``keys`` at once; each started again half a hold later."""
+
     async def fault(stack: Stack) -> None:
         began = time.monotonic()
-        stack.processes[key].kill()
-        await stack.processes[key].wait()
+        for key in keys:
+            stack.processes[key].kill()
+        for key in keys:
+            await stack.processes[key].wait()
         await _hold(stack, began, 0.5)
-        await stack.start(key)
+        for key in keys:
+            await stack.start(key)
 
     return fault
 
@@ -133,6 +147,159 @@ async def routed_destinations_paused(stack: Stack) -> None:
     assert not reached, f"{len(reached)} attempts reached a paused destination"
 
 
+RATE: Final = 5
+"""Requests a second each routed destination is limited to in ``rate-limited``: below each
+owner's share of the load (150/s over 20 owners), so the limit, not the load, sets the pace."""
+RATE_WINDOW: Final = 60.0
+RATE_TOLERANCE: Final = 0.10
+
+
+async def routed_rate_limited(stack: Stack) -> None:
+    """Every routed destination limited to ``RATE``/s for a minute and more: the attempts
+    reaching each over ``RATE_WINDOW`` seconds (from once the change applied) are counted at the
+    destination and must be within ``RATE_TOLERANCE`` of the limit; then the limit is lifted
+    and the backlog drains."""
+    await stack.change_routed({"rate_limit": RateLimit(count=RATE, period=RatePeriod.SECOND)})
+    await asyncio.sleep(PAUSE_APPLIED + 1)  # the change log, and the lanes' backlog building
+    start = time.time()
+    await asyncio.sleep(RATE_WINDOW)
+    end = time.time()
+    await stack.change_routed({"rate_limit": None})
+    counted = dict.fromkeys(stack.routed_paths, 0)
+    for d in stack.deliveries():
+        if d["path"] in counted and start <= d["at"] < end:
+            counted[d["path"]] += 1
+    rates = [n / RATE_WINDOW for n in counted.values()]
+    ok = all(abs(rate - RATE) <= RATE * RATE_TOLERANCE for rate in rates)
+    stack.controls["rate"] = {
+        "limit_per_s": RATE, "window_s": RATE_WINDOW, "destinations": len(rates),
+        "min_per_s": round(min(rates), 2), "max_per_s": round(max(rates), 2), "ok": ok,
+    }  # fmt: skip
+
+
+SLOW_WINDOW: Final = 60.0
+SETTLE: Final = 10.0
+"""Seconds into a slow or hanging window before measuring: the backlog and the lanes' retries
+settle into the new pace."""
+KEEP_UP: Final = 0.05
+"""The routed owners' backlog may grow by at most this share of what they sent meanwhile."""
+
+
+def _owner_of(stack: Stack, answer: dict[str, Any]) -> str:
+    return stack.targets[int(answer["target"])].path.split("/")[2]
+
+
+def _backlog(stack: Stack, owners: set[str], at: float) -> int:
+    """Requests of ``owners`` answered 200 by ``at`` and not yet delivered by then."""
+    accepted = {
+        str(a["request_id"]) for a in stack.accepted()
+        if a["answered"] <= at and _owner_of(stack, a) in owners
+    }  # fmt: skip
+    delivered = {
+        str(d["request_id"]) for d in stack.deliveries() if d["status"] == 200 and d["at"] <= at
+    }
+    return len(accepted - delivered)
+
+
+async def destinations_slow(stack: Stack) -> None:
+    """Every destination answers in ``SLOW`` s for ``SLOW_WINDOW`` s. A routed owner's lane
+    delivers several at once (``max_concurrency``, 10), so its backlog must not grow (the
+    control); a ``forward_url`` owner's events go one at a time, so its backlog grows, and is
+    reported beside it."""
+    await stack.destination_mode("slow")
+    start = time.time()
+    await asyncio.sleep(SLOW_WINDOW)
+    end = time.time()
+    await stack.destination_mode("ok")
+    routed, forwarded = set(stack.routed), {t.path.split("/")[2] for t in stack.targets}
+    forwarded -= routed
+    sent = sum(
+        1 for a in stack.accepted(start + SETTLE)
+        if a["answered"] <= end and _owner_of(stack, a) in routed
+    )  # fmt: skip
+    grew = {
+        name: _backlog(stack, owners, end) - _backlog(stack, owners, start + SETTLE)
+        for name, owners in (("routes", routed), ("forward_url", forwarded))
+    }
+    stack.controls["keeps_up"] = {
+        "answer_s": SLOW, "window_s": SLOW_WINDOW - SETTLE, "routed_sent": sent,
+        "routed_backlog_growth": grew["routes"], "forward_url_backlog_growth": grew["forward_url"],
+        "ok": grew["routes"] <= KEEP_UP * sent,
+    }  # fmt: skip
+
+
+HANG_WINDOW: Final = 30.0
+P99_SHIFT: Final = 0.010
+"""How much the other destinations' p99 latency may move while some hang (seconds)."""
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+
+
+async def half_the_destinations_hang(stack: Stack) -> None:
+    """Half of the routed owners' destinations hang (no answer until the forward timeout) for
+    ``HANG_WINDOW`` s; the other routed owners' latency (sent → arrival at their destination)
+    must keep its p99 within ``P99_SHIFT`` of the same length of time before (no head-of-line
+    blocking across destinations)."""
+    hung = stack.routed[: len(stack.routed) // 2]
+    others = set(stack.routed[len(stack.routed) // 2 :])
+    start = time.time()
+    await stack.destination_mode("hang", [f"/{owner}" for owner in hung])
+    await asyncio.sleep(HANG_WINDOW)
+    end = time.time()
+    await stack.destination_mode(None, [f"/{owner}" for owner in hung])
+    sent = {
+        str(a["request_id"]): float(a["sent"]) for a in stack.accepted()
+        if _owner_of(stack, a) in others
+    }  # fmt: skip
+    firsts: dict[str, float] = {}
+    for d in stack.deliveries():
+        if d["status"] == 200 and d["request_id"] in sent:
+            firsts.setdefault(d["request_id"], float(d["at"]) - sent[d["request_id"]])
+    measured_from = start + SETTLE
+    length = end - measured_from
+
+    def window(since: float, until: float) -> list[float]:
+        return [lat for r, lat in firsts.items() if since <= sent[r] < until]
+
+    before, during = window(start - length, start), window(measured_from, end - 5)
+    shift = _p99(during) - _p99(before)
+    stack.controls["isolation"] = {
+        "hung": len(hung), "others": len(others), "window_s": round(length, 1),
+        "p99_before_ms": round(_p99(before) * 1000, 1), "p99_during_ms": round(_p99(during) * 1000, 1),
+        "samples": [len(before), len(during)], "ok": shift <= P99_SHIFT,
+    }  # fmt: skip
+
+
+def serial_in_order(stack: Stack, topic_order: list[str]) -> None:
+    """``max_concurrency: 1`` held: no attempt to a routed destination overlapped another, and
+    each destination's first deliveries came in the order its owner's events are on the
+    events topic (a redelivery after the kill is a duplicate, not a reordering)."""
+    owner_of = {str(a["request_id"]): stack.targets[int(a["target"])].path.split("/")[2]
+                for a in stack.accepted()}  # fmt: skip
+    overlapped, out_of_order, paths = 0, 0, stack.routed_paths
+    firsts: dict[str, list[str]] = {path: [] for path in paths}
+    seen: set[tuple[str, str]] = set()
+    for d in stack.deliveries():
+        if d["path"] not in paths:
+            continue
+        overlapped += int(d["concurrent"] > 1)
+        if d["status"] == 200 and (d["request_id"], d["path"]) not in seen:
+            seen.add((d["request_id"], d["path"]))
+            firsts[d["path"]].append(d["request_id"])
+    for path, owner in paths.items():
+        order = [r for r in topic_order if owner_of.get(r) == owner]
+        position = {r: i for i, r in enumerate(order)}
+        got = [position[r] for r in firsts[path] if r in position]
+        out_of_order += sum(1 for a, b in itertools.pairwise(got) if b < a)
+    stack.controls["serial"] = {
+        "destinations": len(paths), "overlapping_attempts": overlapped,
+        "out_of_order": out_of_order, "ok": not overlapped and not out_of_order,
+    }  # fmt: skip
+
+
 def _accepted_since(stack: Stack, since: float) -> bool:
     return len(stack.accepted(since)) > 0
 
@@ -158,6 +325,11 @@ SCENARIOS = [
         "forwarder-kill", "kill -9 of the forwarder, restarted 5 s later", _killed("forwarder")
     ),
     Scenario("recorder-kill", "kill -9 of the recorder, restarted 5 s later", _killed("recorder")),
+    Scenario(
+        "all-killed",
+        "kill -9 of the forwarder, recorder, stats processor and dashboard at once, back 5 s later",
+        _killed("forwarder", "recorder", "stats", "dashboard"),
+    ),
     Scenario("kafka-restart", "Kafka stopped for 10 s, then started", _servers_restarted("kafka")),
     Scenario(
         "store-restart",
@@ -181,6 +353,34 @@ SCENARIOS = [
         routed_destinations_paused,
     ),
     Scenario(
+        "fan-out",
+        "every routed owner's events fan out to 3 destinations; kill -9 of the forwarder",
+        _killed("forwarder"),
+        fan_out=3,
+    ),
+    Scenario(
+        "rate-limited",
+        f"every routed destination limited to {RATE}/s for {RATE_WINDOW:g} s, measured there",
+        routed_rate_limited,
+    ),
+    Scenario(
+        "serial-forwarder-kill",
+        "routed destinations at max_concurrency 1; kill -9 of the forwarder",
+        _killed("forwarder"),
+        routed_fields={"max_concurrency": 1},
+        verify=serial_in_order,
+    ),
+    Scenario(
+        "slow-destinations",
+        f"every destination answers in {SLOW:g} s for {SLOW_WINDOW:g} s; routed owners keep up",
+        destinations_slow,
+    ),
+    Scenario(
+        "destinations-hang",
+        f"half the routed destinations hang for {HANG_WINDOW:g} s; the others' p99 holds",
+        half_the_destinations_hang,
+    ),
+    Scenario(
         "store-read-only",
         "the store's PostgreSQL refuses every write for 20 s (disk full)",
         store_refuses_writes,
@@ -192,7 +392,14 @@ async def run(
     infra: Infra, scenario: Scenario, workdir: Path, rate: float, timing: Timing = FULL
 ) -> dict[str, Any]:
     """One scenario from a fresh stack to its figures (``verdict`` included)."""
-    async with Stack(infra, scenario.name, workdir / scenario.name, timing.hold) as stack:
+    async with Stack(
+        infra,
+        scenario.name,
+        workdir / scenario.name,
+        timing.hold,
+        fan_out=scenario.fan_out,
+        routed_fields=scenario.routed_fields,
+    ) as stack:
         await stack.start_load(rate)
         await until(lambda: len(stack.accepted()) >= rate * timing.warm * 0.8, 120, interval=0.2,
                     what="load accepted before the fault")  # fmt: skip
@@ -215,8 +422,11 @@ async def run(
         in_kafka = await stack.in_kafka()
         counted = await stack.counted_by_stats(len(in_kafka), STATS_WAIT)
         verdict = check(
-            stack.answers(), in_kafka, stored, stack.deliveries(), counted_by_stats=counted
-        )
+            stack.answers(), in_kafka, stored, stack.deliveries(), counted_by_stats=counted,
+            copies=stack.copies,
+        )  # fmt: skip
+        if scenario.verify is not None:
+            scenario.verify(stack, list(in_kafka))
         figures: dict[str, Any] = {
             "scenario": scenario.name, "title": scenario.title,
             "fault_s": round(back_at - fault_at, 1), "first_200_after_s": round(first_200, 2),
@@ -227,6 +437,8 @@ async def run(
             ),
             "exited": stack.exited(), "verdict": verdict.as_dict(),
         }  # fmt: skip
+        if stack.controls:
+            figures["controls"] = stack.controls
         if scenario.name == "baseline":
             figures["self_check"] = await self_check(stack, in_kafka, stored, verdict)
         return figures

@@ -67,7 +67,9 @@ SERVERS = ("postgres", "ferretdb", "kafka", "redis")  # in start order
 OWNERS = 20
 ROUTED_DESTINATION = "chaos"
 """Every other owner's webhook has no forward URL but one unfiltered route to its destination of
-this name (the same URL): both delivery paths under every fault, one delivery per event each."""
+this name (the same URL): both delivery paths under every fault, one delivery per event each.
+With a fan-out of N, N routes to N destinations (``chaos``, ``chaos-2``, …, at ``/<owner>``,
+``/<owner>/2``, …)."""
 ROLES = ("recorder", "forwarder", "stats", "ingest-1", "ingest-2", "dashboard")
 SERVICE_ENV = {
     # retries close together, so a drain after a destination outage takes seconds, not hours
@@ -133,11 +135,19 @@ class Target:
 class Stack:
     """One scenario's hookbay on ``infra``: a fresh database and namespace, ``OWNERS`` pro-plan
     owners each with a signed webhook delivering to the destination (half by ``forward_url``,
-    half over a route, ``ROUTED_DESTINATION``); every process started by ``__aenter__`` and
-    stopped (load first) by ``__aexit__``."""
+    half over ``fan_out`` routes, ``ROUTED_DESTINATION``, created with ``routed_fields``); every
+    process started by ``__aenter__`` and stopped (load first) by ``__aexit__``. A fault or a
+    scenario's check writes what it measured of the destinations' controls to ``controls``
+    (``ok`` false fails the scenario)."""
 
-    def __init__(self, infra: Infra, name: str, workdir: Path, hold: float = 10.0) -> None:
+    def __init__(
+        self, infra: Infra, name: str, workdir: Path, hold: float = 10.0, *, fan_out: int = 1,
+        routed_fields: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
         self.infra = infra
+        self.fan_out = fan_out
+        self.routed_fields = routed_fields or {}
+        self.controls: dict[str, Any] = {}
         self.name = name
         self.workdir = workdir
         self.hold = hold
@@ -222,10 +232,14 @@ class Stack:
             url = f"{self.destination}/{user.username}"
             routed: dict[str, Any] = {"forward_url": url}
             if i % 2:
-                await destinations.create(create_destination(
-                    username=user.username, name=ROUTED_DESTINATION, url=url
-                ))  # fmt: skip
-                routed = {"routes": (create_route(name="all", destination=ROUTED_DESTINATION),)}
+                routes = []
+                for copy, name in enumerate(self.routed_names, start=1):
+                    await destinations.create(create_destination(
+                        username=user.username, name=name, url=url + (f"/{copy}" if copy > 1 else ""),
+                        **self.routed_fields,
+                    ))  # fmt: skip
+                    routes.append(create_route(name=f"to-{name}", destination=name))
+                routed = {"routes": tuple(routes)}
                 self.routed.append(user.username)
             hook = await webhooks.create(create_webhook(
                 username=user.username, name=f"chaos-{i}", secret=SecretStr(secret), **routed
@@ -263,14 +277,50 @@ class Stack:
             self._load.terminate()
             await self._load.wait(120)
 
-    async def destination_mode(self, mode: str) -> None:
+    async def destination_mode(self, mode: str | None, paths: list[str] | None = None) -> None:
+        """The destination's answers from now: ``mode`` for every path, or for ``paths`` only
+        (``None``: those paths answer as every other again)."""
+        asked: dict[str, Any] = {"mode": mode}
+        if paths is not None:
+            asked["paths"] = paths
         async with httpx.AsyncClient(timeout=5) as client:
-            answer = await client.post(self.destination + "/_chaos/mode", json={"mode": mode})
+            answer = await client.post(self.destination + "/_chaos/mode", json=asked)
             answer.raise_for_status()
 
+    @property
+    def routed_names(self) -> list[str]:
+        """The names of each routed owner's destinations."""
+        return [ROUTED_DESTINATION] + [
+            f"{ROUTED_DESTINATION}-{n}" for n in range(2, self.fan_out + 1)
+        ]
+
+    @property
+    def routed_paths(self) -> dict[str, str]:
+        """Each routed destination's path at the destination → its owner."""
+        return {
+            f"/{owner}" + (f"/{copy}" if copy > 1 else ""): owner
+            for owner in self.routed for copy in range(1, self.fan_out + 1)
+        }  # fmt: skip
+
+    @property
+    def copies(self) -> dict[int, int]:
+        """Target index → the paths each of its requests must reach (``checker.check``)."""
+        owners = set(self.routed)
+        return {
+            i: self.fan_out for i, t in enumerate(self.targets) if t.path.split("/")[2] in owners
+        }
+
     async def pause_routed(self, paused: bool) -> None:
-        """Pause (or resume) every routed owner's destination, as the API does: the store, then
+        """Pause (or resume) every routed owner's destinations, as the API does: the store, then
         the change log."""
+        state = DestinationState.PAUSED if paused else DestinationState.ACTIVE
+        await self.change_routed({
+            "state": state, "state_reason": StateReason.MANUAL if paused else None,
+        })  # fmt: skip
+
+    async def change_routed(self, changes: dict[str, Any]) -> None:
+        """Change every routed owner's destinations as the API does: the store, then the change
+        log."""
         destinations = DestinationRepository(self.db, SecretBox(TEST_SECRET_KEY))
         producer = create_producer(self.infra.kafka)
         await producer.start()
@@ -282,13 +332,10 @@ class Stack:
             publisher = ConfigPublisher(
                 send, self.settings.topics.config, SecretBox(TEST_SECRET_KEY)
             )
-            state = DestinationState.PAUSED if paused else DestinationState.ACTIVE
-            reason = StateReason.MANUAL if paused else None
             for username in self.routed:
-                changed = await destinations.update(
-                    username, ROUTED_DESTINATION, {"state": state, "state_reason": reason}
-                )
-                assert await publisher.destination_changed(changed)
+                for name in self.routed_names:
+                    changed = await destinations.update(username, name, changes)
+                    assert await publisher.destination_changed(changed)
         finally:
             await producer.stop()
 

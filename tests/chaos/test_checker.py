@@ -122,3 +122,25 @@ def test_the_stats_must_count_every_event_on_the_topic_once() -> None:
     assert short.examples == [f"the stats counted {on_topic - 2} events, {on_topic} on the topic"]
     twice = check(answers, in_kafka, stored, deliveries, counted_by_stats=on_topic + 1)
     assert (twice.ok, twice.stats_miscounted) == (False, 1)
+
+
+def test_a_fanned_out_request_must_reach_each_of_its_paths() -> None:
+    """Requests of target 0 fan out to 3 paths: each path once is delivered, two of three is
+    not, and a path twice is a duplicate (at-least-once)."""
+    answers, in_kafka, stored, deliveries = clean_run(20)
+    for answer in answers:
+        answer["target"] = answer["n"] % 2
+    fanned = [a["request_id"] for a in answers if a["status"] == 200 and a["target"] == 0]
+    first = {d["request_id"]: d for d in deliveries if d["status"] == 200}
+    for request_id in fanned:
+        first[request_id]["path"] = "/a"
+        deliveries += [dict(first[request_id], path="/b"), dict(first[request_id], path="/c")]
+    assert check(answers, in_kafka, stored, deliveries, copies={0: 3}).ok
+    assert not check(answers, in_kafka, stored, deliveries, copies={0: 4}).ok
+    short = [d for d in deliveries if not (d["request_id"] == fanned[0] and d.get("path") == "/c")]
+    missing = check(answers, in_kafka, stored, short, copies={0: 3}, examples=5)
+    assert (missing.undelivered, missing.examples) == (
+        1, [f"{fanned[0]} answered 200, delivered to 2 of 3"],
+    )  # fmt: skip
+    again = check(answers, in_kafka, stored, [*deliveries, dict(first[fanned[1]])], copies={0: 3})
+    assert (again.ok, again.duplicate_deliveries) == (True, 1)

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from hookbay_common.clock import utcnow
+from hookbay_common.db.events import PendingSummaries, record_batch
+from hookbay_common.models import DeliveryStatus
 from tests.support.dashboard import Dashboard, Owner
-from tests.support.factories import create_event, create_webhook
+from tests.support.factories import create_delivery, create_event, create_webhook
 
 from .test_main import hookbay
 
@@ -169,3 +171,36 @@ class TestRoute:
             assert status == 2, (command, err)
             assert err.startswith("hookbay: ")
         assert [r["name"] for r in await ok_json("route", "list", "orders", env=owner_env)] == ["r"]
+
+
+class TestRetryDelivery:
+    async def test_a_failed_delivery_is_shown_and_sent_again_alone(
+        self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
+    ) -> None:
+        rt = cli_dashboard.runtime
+        webhook = create_webhook(username=owner.username, name="orders")
+        await rt.webhooks.create(webhook)
+        await ok("destination", "create", "billing", "--url", "http://127.0.0.1:9/b", env=owner_env)
+        event = create_event(
+            username=owner.username, webhook_id=webhook.id, webhook_name="orders",
+            forward_url=None, routed=True, created_at=utcnow(),
+        )  # fmt: skip
+        await rt.events.upsert(event)
+        failed = create_delivery(event, route="all", destination="billing",
+                                 status=DeliveryStatus.FAILED, reason="HTTP 500")  # fmt: skip
+        filtered = create_delivery(event, route="paid", destination="billing",
+                                   status=DeliveryStatus.FILTERED, reason="/body/paid")  # fmt: skip
+        pending = PendingSummaries()
+        await record_batch(rt.events, rt.attempts, [], [], pending, [failed, filtered])
+        await rt.events.summarise(pending)
+
+        shown = await ok("events", "show", event.id, env=owner_env)
+        assert f"  {failed.id} all → billing failed (HTTP 500)" in shown.splitlines()
+        line = await ok("events", "retry-delivery", failed.id, env=owner_env)
+        assert line.strip() == "retry of all → billing: scheduled"
+        code, _, err = await hookbay("events", "retry-delivery", filtered.id, env=owner_env)
+        assert (code, "filter did not match" in err) == (1, True), err
+        stranger = await cli_dashboard.owner()
+        other = {**owner_env, "HOOKBAY_TOKEN": stranger.token}
+        code, _, err = await hookbay("events", "retry-delivery", failed.id, env=other)
+        assert (code, "no delivery" in err) == (2, True), err

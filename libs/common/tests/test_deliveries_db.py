@@ -13,7 +13,7 @@ import pytest
 from hookbay_common.clock import utcnow
 from hookbay_common.db import AttemptRepository, Collections, Database, EventRepository
 from hookbay_common.db.events import PAGE_SIZE, PendingSummaries, record_batch
-from hookbay_common.ids import IdPrefix, derived_id, new_id
+from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import (
     Delivery,
     DeliveryStatus,
@@ -108,6 +108,44 @@ class TestPrecedence:
         if a.status.finished != b.status.finished:
             assert a.supersedes(b) is a.status.finished
 
+    async def test_a_retry_s_chain_stands_over_the_first_whatever_comes_late(
+        self, db: Database
+    ) -> None:
+        """A delivery retried on its own: the retry's records (a later chain) replace the
+        first chain's final status, and a record of the first chain read late changes nothing;
+        the event's status follows, and the head keeps the retry's chain."""
+        events, attempts = EventRepository(db), AttemptRepository(db)
+        event = create_event(forward_url=None, routed=True)
+        await events.upsert(event)
+        now = utcnow()
+        failed = create_delivery(event, status=S.FAILED, at=now)
+        await _write(events, attempts, [failed])
+        assert (await events.get(event.id)).status is EventStatus.FAILED  # type: ignore[union-attr]
+        retry = new_id(IdPrefix.CHAIN)
+        scheduled = create_delivery(event, status=S.SCHEDULED, at=now + timedelta(seconds=1),
+                                    chain=retry)  # fmt: skip
+        late_first = create_delivery(event, status=S.FAILED, at=now + timedelta(seconds=2))
+        await _write(events, attempts, [scheduled, late_first])
+        (stored,) = await _deliveries(events, event.id)
+        assert (stored.status, stored.chain) == (S.SCHEDULED, retry)
+        assert (await events.get(event.id)).status is EventStatus.PENDING  # type: ignore[union-attr]
+        assert retry in (await _head(db, event.id))["deliveries"]
+        succeeded = create_delivery(event, status=S.SUCCESS, at=now + timedelta(seconds=3),
+                                    chain=retry)  # fmt: skip
+        await _write(events, attempts, [succeeded])
+        (stored,) = await _deliveries(events, event.id)
+        assert (stored.status, stored.chain) == (S.SUCCESS, retry)
+        assert (await events.get(event.id)).status is EventStatus.SUCCESS  # type: ignore[union-attr]
+
+    def test_the_first_chain_written_out_or_left_out_is_the_same(self) -> None:
+        event = create_event()
+        now = utcnow()
+        implicit = create_delivery(event, status=S.SCHEDULED, at=now)
+        explicit = implicit.model_copy(update={"chain": implicit.first_chain})
+        assert implicit.precedence == explicit.precedence
+        later = implicit.model_copy(update={"chain": new_id(IdPrefix.CHAIN)})
+        assert later.supersedes(implicit.model_copy(update={"status": S.SUCCESS}))
+
     async def test_a_batch_read_again_writes_nothing(self, db: Database) -> None:
         """Idempotent: the same records again (a batch consumed again after a crash) leave
         the head and the summaries as they were, without a write."""
@@ -171,7 +209,7 @@ class TestEventStatusFromDeliveries:
         billing = create_delivery(event, route="billing", status=S.DELIVERING)
         audit = create_delivery(event, route="audit", status=S.SUCCESS)
         await _write(events, attempts, [billing, audit])
-        chain = derived_id(IdPrefix.CHAIN, event.id)
+        chain = billing.first_chain  # the router's task's
         routed = {"delivery_id": billing.id, "route": "billing", "destination": "billing-api"}
         first = create_attempt(
             event, chain_id=chain, status_code=503, will_retry=True, **routed,

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 import msgpack
 import pytest
 
+from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import AttemptTrigger, DeliveryStatus, DeliveryTask, RejectedReason
-from hookbay_common.routing.tasks import delivery_id
+from hookbay_common.routing.tasks import delivery_id, event_of
 from hookbay_common.topics import MAX_MESSAGE_BYTES
 from hookbay_common.wire import (
     WireError,
@@ -130,7 +131,7 @@ class TestAttemptWire:
     def test_round_trip_of_a_routed_attempt(self) -> None:
         event = create_event()
         attempt = create_attempt(
-            event, delivery_id=delivery_id(event.id, "rte_1"), route="billing",
+            event, delivery_id=delivery_id(event.id, "rte_1", event.id), route="billing",
             destination="billing-api", started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
         )  # fmt: skip
         assert decode_attempt(encode_attempt(attempt)) == attempt
@@ -138,11 +139,12 @@ class TestAttemptWire:
 
 
 class TestDeliveryWire:
+    @pytest.mark.parametrize("chain", [None, "chn_01jd3kxq8s9y0000000000000a"])
     @pytest.mark.parametrize("status", list(DeliveryStatus))
-    def test_round_trip(self, status: DeliveryStatus) -> None:
+    def test_round_trip(self, status: DeliveryStatus, chain: str | None) -> None:
         delivery = create_delivery(
             create_event(), status=status, reason="paused" if status == "held" else None,
-            at=datetime(2026, 11, 21, 1, 2, 3, 4000, tzinfo=UTC),
+            at=datetime(2026, 11, 21, 1, 2, 3, 4000, tzinfo=UTC), chain=chain,
         )  # fmt: skip
         encoded = encode_delivery(delivery)
         assert decode_delivery(encoded) == delivery
@@ -153,8 +155,9 @@ class TestDeliveryWire:
         encoded = encode_delivery(create_delivery(create_event()))
         fields = msgpack.unpackb(encoded)
         assert "reason" not in fields
+        assert "chain_id" not in fields
         assert fields["schema"] == "delivery/1"
-        assert len(encoded) < 256
+        assert len(encoded) < 300
 
     def test_an_attempt_is_not_a_delivery_record(self) -> None:
         attempt = encode_attempt(create_attempt(create_event()))
@@ -268,7 +271,21 @@ class TestDestinationTask:
 
 
 class TestDeliveryId:
-    def test_the_same_event_and_route_give_the_same_id(self) -> None:
-        assert delivery_id("evt_01abc", "rt_1") == delivery_id("evt_01abc", "rt_1")
-        assert delivery_id("evt_01abc", "rt_1") != delivery_id("evt_01abc", "rt_2")
-        assert delivery_id("evt_01abc", "rt_1").startswith("dlv_01abc_")
+    def test_the_same_event_routing_and_route_give_the_same_id(self) -> None:
+        event, chain = new_id(IdPrefix.EVENT), new_id(IdPrefix.CHAIN)
+        assert delivery_id(event, "rt_1", event) == delivery_id(event, "rt_1", event)
+        assert delivery_id(event, "rt_1", event) != delivery_id(event, "rt_2", event)
+        assert delivery_id(chain, "rt_1", event) != delivery_id(event, "rt_1", event)
+
+    def test_an_id_names_its_event_whichever_routing_made_it(self) -> None:
+        event, chain = new_id(IdPrefix.EVENT), new_id(IdPrefix.CHAIN)
+        assert event_of(delivery_id(event, "rt_1", event)) == event
+        assert event_of(delivery_id(chain, "rt_1", event)) == event
+
+    @pytest.mark.parametrize(
+        "value",
+        ["", "dlv_", "evt_01jd3kxq8s9y0000000000000a", "dlv_abc_def_ghi", "att_" + "0" * 26 + "_x_y",
+         "dlv_" + "0" * 26 + "_x", "dlv_" + "0" * 26 + "_x_y_z", "dlv_" + "!" * 26 + "_x_y"],
+    )  # fmt: skip
+    def test_anything_else_names_no_event(self, value: str) -> None:
+        assert event_of(value) is None

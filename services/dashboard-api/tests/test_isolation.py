@@ -58,7 +58,7 @@ async def _victim(dashboard: Dashboard) -> Victim:
     assert route.status_code == 201, route.text
     values = {
         "name": "orders", "event_id": event.id, "token_id": token["id"], "dest": "billing",
-        "route": "to-billing",
+        "route": "to-billing", "delivery_id": delivery.id,
     }  # fmt: skip
     issue = await dashboard.runtime.services.issue_tracker().occurred(
         owner.username, IssueType.DELIVERY, destination="billing"

@@ -266,3 +266,54 @@ class TestRoutedReplay:
         other = await stack.owner()
         refused = await other.client.post(f"/api/v1/events/{failed['id']}/replay")
         assert refused.status_code == 404
+
+
+class TestDeliveryRetry:
+    async def test_one_delivery_retried_alone_moves_its_event_and_nobody_else_s(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        broken = stack.receiver.url(then=Reply(400, b"bad"))
+        fixed, audit = stack.receiver.url(), stack.receiver.url()
+        await make(owner, "/webhooks", {"name": "retried"})
+        await make(owner, "/destinations", {"name": "svc", "url": broken})
+        await make(owner, "/destinations", {"name": "audit", "url": audit})
+        await make(owner, "/webhooks/retried/routes", {"name": "main", "destination": "svc"})
+        await make(owner, "/webhooks/retried/routes", {"name": "audit", "destination": "audit"})
+        await make(owner, "/webhooks/retried/routes", {
+            "name": "b-only", "destination": "audit", "filter": {"body": {"kind": "b"}},
+        })  # fmt: skip
+        await stack.routed(owner, "retried")
+        request_id = await stack.send(owner, "retried", b'{"kind": "a"}')
+        failed = await stack.event(owner, "retried", request_id, "failed", 3)
+        by_route = {d["route"]: d for d in failed["deliveries"]}
+        assert by_route["main"]["status"] == "failed"
+
+        other = await stack.owner()
+        for who, delivery_id in [(other, by_route["main"]["id"]), (owner, "dlv_nothing"),
+                                 (owner, by_route["main"]["id"].replace("dlv_0", "dlv_1"))]:  # fmt: skip
+            missing = await who.client.post(f"/api/v1/deliveries/{delivery_id}/retry")
+            assert missing.status_code == 404, missing.text
+        filtered = await owner.client.post(f"/api/v1/deliveries/{by_route['b-only']['id']}/retry")
+        assert filtered.status_code == 409
+        assert "filter did not match" in filtered.json()["message"]
+
+        changed = await owner.client.patch("/api/v1/destinations/svc", json={"url": fixed})
+        assert changed.status_code == 200, changed.text
+        retried = await owner.client.post(f"/api/v1/deliveries/{by_route['main']['id']}/retry")
+        assert retried.status_code == 202, retried.text
+        accepted = retried.json()
+        assert (accepted["route"], accepted["destination"], accepted["status"]) == (
+            "main", "svc", "scheduled",
+        )  # fmt: skip
+
+        done = await stack.event(owner, "retried", request_id, "success", 3)
+        after = {d["route"]: d for d in done["deliveries"]}
+        assert after["main"]["id"] == by_route["main"]["id"]
+        assert [(a["status_code"], a["trigger"]) for a in after["main"]["attempts"]] == [
+            (400, "initial"), (200, "replay"),
+        ]  # fmt: skip
+        assert after["main"]["attempts"][1]["chain_id"] == accepted["chain_id"]
+        assert after["audit"] == by_route["audit"]
+        assert [r.body for r in stack.receiver.received(fixed)] == [b'{"kind": "a"}']
+        assert len(stack.receiver.received(audit)) == 1

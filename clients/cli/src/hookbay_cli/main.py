@@ -203,7 +203,14 @@ def events_show(event_id: str, as_json: bool) -> None:
         lines = [f"{k}: {e[k]}" for k in ("id", "request_id", "webhook_name", "created_at",
                                           "status", "forward_url")]  # fmt: skip
         lines += ["headers:"] + [f"  {k}: {v}" for k, v in e["request_headers"].items()]
-        lines += [f"body ({e['request_body_encoding']}):", e["request_body"], "attempts:"]
+        lines += [f"body ({e['request_body_encoding']}):", e["request_body"]]
+        lines += ["deliveries:"] * bool(e.get("deliveries"))
+        lines += [
+            f"  {d['id']} {d['route']} → {d['destination']} {d['status']}"
+            + (f" ({d['reason']})" if d["reason"] else "")
+            for d in e.get("deliveries", [])
+        ]
+        lines.append("attempts:")
         for a in e["attempts"]:
             lines.append(
                 f"  #{a['number']} {a['trigger']} {a['started_at']} {a['url']} "
@@ -228,6 +235,16 @@ def events_replay(event_id: str, as_json: bool) -> None:
 
     accepted = _run(work)
     _emit(accepted, as_json, lambda a: f"replay accepted: {a}")
+
+
+@events.command("retry-delivery")
+@click.argument("delivery_id")
+@json_flag
+def events_retry_delivery(delivery_id: str, as_json: bool) -> None:
+    """Send one delivery (an id from `events show`) again, alone, to its destination as it is
+    now; the event's other deliveries are untouched."""
+    accepted = _run(lambda c: _call(c, "POST", f"/deliveries/{_q(delivery_id)}/retry"))
+    _emit(accepted, as_json, lambda a: f"retry of {a['route']} → {a['destination']}: {a['status']}")
 
 
 @events.command("export")

@@ -166,6 +166,27 @@ class EventRejected(Conflict):
         )
 
 
+class DeliveryNotFound(NotFound):
+    error = "Delivery not found"
+
+    def __init__(self, delivery_id: str) -> None:
+        super().__init__(f"no delivery {delivery_id!r}", deliveryId=delivery_id)
+
+
+class DeliveryNotRetryable(Conflict):
+    """A delivery retry asked for while the delivery has nothing to retry (filtered, held,
+    waiting already) or nowhere to go (its destination was deleted)."""
+
+    error = "Delivery not retryable"
+
+    def __init__(self, delivery_id: str, status: str, why: str) -> None:
+        super().__init__(
+            f"delivery {delivery_id!r} ({status}) is not retried: {why}",
+            deliveryId=delivery_id,
+            status=status,
+        )
+
+
 class ReplayJobNotFound(NotFound):
     error = "Replay job not found"
 

@@ -169,7 +169,7 @@ def _attempt_from_fields(fields: dict[str, Any]) -> Attempt:
 def encode_delivery(delivery: Delivery) -> bytes:
     """A delivery record (``delivery/1``) for ``Topics.attempts``, keyed by its event id like
     the event's attempts, so one recorder writes everything that moves one event's status.
-    ``reason`` is left out when ``None``."""
+    ``reason`` and ``chain_id`` are left out when ``None``."""
     fields: dict[str, Any] = {
         "delivery_id": delivery.id,
         "event_id": delivery.event_id,
@@ -182,6 +182,8 @@ def encode_delivery(delivery: Delivery) -> bytes:
     }
     if delivery.reason is not None:
         fields["reason"] = delivery.reason
+    if delivery.chain is not None:
+        fields["chain_id"] = delivery.chain
     return _pack(DELIVERY_SCHEMA, fields)
 
 
@@ -201,6 +203,7 @@ def _delivery_from_fields(fields: dict[str, Any]) -> Delivery:
             status=DeliveryStatus(fields["status"]),
             reason=fields.get("reason"),
             at=_datetime_from_wire(fields["at"]),
+            chain=fields.get("chain_id"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise WireError(f"invalid {DELIVERY_SCHEMA} message: {exc}") from None

@@ -12,18 +12,26 @@ from tests.support.factories import create_delivery, create_event
 def test_a_replay_s_deliveries_alone_give_the_status() -> None:
     event = create_event(routed=True)
     first = [
-        create_delivery(event, id=delivery_id(event.id, "rte_a"), status=DeliveryStatus.FAILED),
-        create_delivery(event, id=delivery_id(event.id, "rte_b"), status=DeliveryStatus.SUCCESS),
+        create_delivery(
+            event, id=delivery_id(event.id, "rte_a", event.id), status=DeliveryStatus.FAILED
+        ),
+        create_delivery(
+            event, id=delivery_id(event.id, "rte_b", event.id), status=DeliveryStatus.SUCCESS
+        ),
     ]
     assert event_status_of(first) is EventStatus.FAILED
     chain = new_id(IdPrefix.CHAIN)  # made after the event: sorts after it
     replay = [
-        create_delivery(event, id=delivery_id(chain, "rte_a"), status=DeliveryStatus.SUCCESS),
+        create_delivery(
+            event, id=delivery_id(chain, "rte_a", event.id), status=DeliveryStatus.SUCCESS
+        ),
     ]
     assert latest_routing([*replay, *first]) == replay
     assert event_status_of([*first, *replay]) is EventStatus.SUCCESS
     later = new_id(IdPrefix.CHAIN)
-    pending = [create_delivery(event, id=delivery_id(later, "rte_a"), status=DeliveryStatus.HELD)]
+    pending = [
+        create_delivery(event, id=delivery_id(later, "rte_a", event.id), status=DeliveryStatus.HELD)
+    ]
     assert event_status_of([*first, *replay, *pending]) is EventStatus.PENDING
 
 

@@ -28,6 +28,7 @@ from hookbay_common.process import Probes, mount_probes, report_loop_errors
 from hookbay_dashboard.accounts.routes import router as accounts_router
 from hookbay_dashboard.alerts.routes import router as alerts_router
 from hookbay_dashboard.auth.routes import router as auth_router
+from hookbay_dashboard.deliveries.routes import router as deliveries_router
 from hookbay_dashboard.deps import refuse_unstorable_text
 from hookbay_dashboard.destinations.routes import router as destinations_router
 from hookbay_dashboard.events.routes import router as events_router
@@ -185,7 +186,8 @@ def api_router() -> APIRouter:
     )
     routers = [
         auth_router, accounts_router, webhooks_router, routing_router, destinations_router,
-        tail_router, events_router, replays_router, stats_router, issues_router, alerts_router,
+        tail_router, events_router, replays_router, deliveries_router, stats_router,
+        issues_router, alerts_router,
     ]  # fmt: skip
     for router in routers:
         api.include_router(router)

@@ -19,6 +19,7 @@ from hookbay_common.names import check_storable
 from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.alerts.service import AlertChannelService
 from hookbay_dashboard.auth.service import AuthService, Principal
+from hookbay_dashboard.deliveries.service import DeliveryService
 from hookbay_dashboard.destinations.service import DestinationService
 from hookbay_dashboard.events.service import EventService
 from hookbay_dashboard.issues.service import IssueService
@@ -159,6 +160,13 @@ def get_replays(runtime: RuntimeDep) -> ReplayService:
 
 
 ReplaysDep = Annotated[ReplayService, Depends(get_replays)]
+
+
+def get_deliveries(runtime: RuntimeDep) -> DeliveryService:
+    return runtime.services.deliveries(runtime.replay_runner.publisher)
+
+
+DeliveriesDep = Annotated[DeliveryService, Depends(get_deliveries)]
 
 
 def get_stats(runtime: RuntimeDep) -> StatsService:

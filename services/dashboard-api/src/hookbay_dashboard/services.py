@@ -32,6 +32,7 @@ from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService, OwnerData
 from hookbay_dashboard.alerts.service import AlertChannelService
 from hookbay_dashboard.auth.service import AuthService
+from hookbay_dashboard.deliveries.service import DeliveryService
 from hookbay_dashboard.destinations.service import DestinationService
 from hookbay_dashboard.events.cursor import cursor_key
 from hookbay_dashboard.events.service import EventService
@@ -161,6 +162,10 @@ class Services:
         wait for a replica's runner to adopt them."""
         s = self.stores
         return ReplayService(s.events, s.webhooks, s.replay_jobs, publisher, runner=runner)
+
+    def deliveries(self, publisher: ReplayPublisher) -> DeliveryService:
+        s = self.stores
+        return DeliveryService(s.events, s.destinations, publisher)
 
     def stats(self) -> StatsService:
         return StatsService(self.stores.webhooks, self.stores.stats)

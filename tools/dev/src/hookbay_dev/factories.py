@@ -118,9 +118,10 @@ def create_destination_task(**overrides: Any) -> DestinationTask:
     overrides it), due at once."""
     event = overrides.pop("event", None) or create_event()
     route = overrides.get("route", "rt_1")
+    delivery = overrides.get("delivery_id", delivery_id(event.id, route, event.id))
     fields: dict[str, Any] = {
-        "delivery_id": delivery_id(event.id, route),
-        "chain_id": derived_id(IdPrefix.CHAIN, event.id),
+        "delivery_id": delivery,
+        "chain_id": derived_id(IdPrefix.CHAIN, delivery),
         "destination": "dst_1",
         "route": route,
         "trigger": AttemptTrigger.INITIAL,
@@ -136,7 +137,7 @@ def create_delivery(event: Event, **overrides: Any) -> Delivery:
     destination ``billing-api``, ``delivering`` now."""
     route = overrides.get("route", "billing")
     fields: dict[str, Any] = {
-        "id": delivery_id(event.id, route),
+        "id": delivery_id(event.id, route, event.id),
         "event_id": event.id,
         "webhook_id": event.webhook_id,
         "username": event.username,

@@ -58,7 +58,7 @@ class Attempt(Record):
         return Delivery(
             id=self.delivery_id, event_id=self.event_id, webhook_id=self.webhook_id,
             username=self.username, route=self.route or "", destination=self.destination or "",
-            status=status, reason=reason, at=self.started_at,
+            status=status, reason=reason, at=self.started_at, chain=self.chain_id,
         )  # fmt: skip
 
     @property

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Final
 
 from hookbay_common.clock import epoch_ms
+from hookbay_common.ids import IdPrefix, derived_id
 from hookbay_common.models.events import EventStatus
 from hookbay_common.models.record import Record
 
@@ -46,9 +47,13 @@ class Delivery(Record):
     ``event_id`` over the route named ``route`` to the destination named ``destination`` (names,
     as the API shows them, recorded when the event was routed), ``status`` since ``at``.
 
+    ``chain`` is the attempt chain the record belongs to (``None``: the delivery's first,
+    ``first_chain``); retrying the delivery on its own (``POST /deliveries/{id}/retry``) starts
+    a new one, whose time-ordered id sorts after it.
+
     Records of one delivery arrive in any order and any number of times; ``supersedes`` decides
-    which one stands: a finished status over an unfinished one whatever their times, else the
-    later ``at``."""
+    which one stands: the later chain's; within a chain a finished status over an unfinished
+    one whatever their times, else the later ``at``."""
 
     id: str
     event_id: str
@@ -59,13 +64,20 @@ class Delivery(Record):
     status: DeliveryStatus
     reason: str | None = None
     at: datetime
+    chain: str | None = None
 
     @property
-    def precedence(self) -> tuple[int, int, int]:
-        """Finished or not, then ``at`` to the millisecond (what the wire and the store keep),
-        then the status's place in ``DeliveryStatus``."""
+    def first_chain(self) -> str:
+        """The chain of the delivery's first attempts (the router's tasks carry it)."""
+        return derived_id(IdPrefix.CHAIN, self.id)
+
+    @property
+    def precedence(self) -> tuple[str, int, int, int]:
+        """The chain, then finished or not, then ``at`` to the millisecond (what the wire and
+        the store keep), then the status's place in ``DeliveryStatus``."""
         return (
-            int(self.status.finished), epoch_ms(self.at), _DELIVERY_TIE_ORDER.index(self.status)
+            self.chain or self.first_chain, int(self.status.finished), epoch_ms(self.at),
+            _DELIVERY_TIE_ORDER.index(self.status),
         )  # fmt: skip
 
     def supersedes(self, other: Delivery) -> bool:
@@ -97,4 +109,6 @@ def latest_routing(deliveries: Iterable[Delivery]) -> list[Delivery]:
 
 
 def _routing_of(delivery_id: str) -> str:
-    return delivery_id.split("_")[1]
+    """The routing a delivery id names (``routing.tasks.delivery_id``:
+    ``dlv_<event>_<routing>_<digest>``)."""
+    return delivery_id.split("_")[2]

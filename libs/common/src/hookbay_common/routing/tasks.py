@@ -12,17 +12,46 @@ from base64 import b32encode
 from dataclasses import dataclass
 from datetime import datetime
 
-from hookbay_common.ids import IdPrefix
-from hookbay_common.models import AttemptTrigger, Event
+from hookbay_common.ids import IdPrefix, has_prefix
+from hookbay_common.models import (
+    AttemptTrigger,
+    DeliveryStatus,
+    Destination,
+    DestinationState,
+    Event,
+)
 
 
-def delivery_id(source_id: str, route_id: str) -> str:
-    """The id of the delivery of ``source_id`` (an event id for its routing, a replay's chain id
-    for a replay) over route ``route_id``: the same pair gives the same id however often it is
+def delivery_id(source_id: str, route_id: str, event_id: str) -> str:
+    """The id of the delivery of event ``event_id`` in routing ``source_id`` (the event's own id
+    for its first routing, a replay's chain id for a replay) over route ``route_id``:
+    ``dlv_<event>_<routing>_<digest>``. The same triple gives the same id however often it is
     routed, so a re-route after a crash converges on the same delivery. Ids of one event sort
-    together, in the event's time order."""
+    together, its routings in time order; the id names its event (``event_of``), so a delivery
+    is found from its id alone."""
     digest = hashlib.blake2b(f"{source_id}\x00{route_id}".encode(), digest_size=10).digest()
-    return f"{IdPrefix.DELIVERY}_{source_id.partition('_')[2]}_{b32encode(digest).decode().lower()}"
+    event, routing = event_id.partition("_")[2], source_id.partition("_")[2]
+    return f"{IdPrefix.DELIVERY}_{event}_{routing}_{b32encode(digest).decode().lower()}"
+
+
+def event_of(delivery: str) -> str | None:
+    """The id of the event a delivery id names (``None``: not a delivery id)."""
+    parts = delivery.split("_")
+    if (
+        len(parts) != 4
+        or parts[0] != IdPrefix.DELIVERY
+        or not has_prefix(f"{IdPrefix.EVENT}_{parts[1]}", IdPrefix.EVENT)
+    ):
+        return None
+    return f"{IdPrefix.EVENT}_{parts[1]}"
+
+
+def first_status(destination: Destination) -> tuple[DeliveryStatus, str | None]:
+    """A delivery's status (and why) when its task is handed to ``destination``'s lane:
+    ``scheduled``, or ``held`` while the destination is paused or disabled."""
+    if destination.state is DestinationState.ACTIVE:
+        return DeliveryStatus.SCHEDULED, None
+    return DeliveryStatus.HELD, f"{destination.state.value}: {destination.state_reason or 'manual'}"
 
 
 @dataclass(frozen=True, slots=True)

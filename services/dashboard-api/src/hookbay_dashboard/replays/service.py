@@ -92,18 +92,29 @@ class ReplayPublisher:
         self._producer()
 
     async def publish(self, replays: Sequence[Replay]) -> None:
-        producer = self._producer()
         topic = self.topics.replays
+        await self.send(
+            [
+                (topic, replay.event.id.encode(), value)
+                for replay in replays
+                for value in replay.records()
+            ]
+        )
+
+    async def send(self, messages: Sequence[tuple[str, bytes, bytes]]) -> None:
+        """Publish each ``(topic, key, value)`` in turn; return once every one is acknowledged."""
+        producer = self._producer()
         try:
             async with asyncio.timeout(self._timeout):
                 sent = [
-                    await producer.send(topic, value, key=replay.event.id.encode())
-                    for replay in replays
-                    for value in replay.records()
+                    await producer.send(topic, value, key=key) for topic, key, value in messages
                 ]
                 await asyncio.gather(*sent)
         except (KafkaError, TimeoutError) as exc:
-            log.warning("replay_publish_failed", error_type=type(exc).__name__, topic=topic)
+            topics = sorted({topic for topic, _, _ in messages})
+            log.warning(
+                "replay_publish_failed", error_type=type(exc).__name__, topic=",".join(topics)
+            )
             raise _unavailable("Kafka did not acknowledge the replay; try again shortly") from None
 
 

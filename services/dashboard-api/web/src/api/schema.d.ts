@@ -156,6 +156,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry Delivery
+         * @description Deliver the event again over this delivery's route alone, to its destination as it is
+         *     now, as a new attempt chain of the same delivery (trigger ``replay``); the event's other
+         *     deliveries are untouched and its status follows. Answered once Kafka holds the retry. 409
+         *     unless the delivery failed or succeeded (a filtered, held or waiting one says why), or
+         *     when its destination was deleted; 503 while Kafka is unreachable.
+         */
+        post: operations["retry_delivery_api_v1_deliveries__delivery_id__retry_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/destinations": {
         parameters: {
             query?: never;
@@ -1171,6 +1195,25 @@ export interface components {
              * @description When it reached this status.
              */
             updated_at: string;
+        };
+        /**
+         * DeliveryRetryAccepted
+         * @description A delivery's retry durably queued on Kafka: its attempts carry ``chain_id`` and trigger
+         *     ``replay`` and show up under the event as the destination's lane makes them.
+         */
+        DeliveryRetryAccepted: {
+            /** Chain Id */
+            chain_id: string;
+            /** Delivery Id */
+            delivery_id: string;
+            /** Destination */
+            destination: string;
+            /** Event Id */
+            event_id: string;
+            /** Route */
+            route: string;
+            /** @description The delivery's status now: scheduled, or held while its destination is paused or disabled (delivered when it is resumed). */
+            status: components["schemas"]["DeliveryStatus"];
         };
         /**
          * DeliveryStatus
@@ -3838,6 +3881,124 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    retry_delivery_api_v1_deliveries__delivery_id__retry_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryRetryAccepted"];
+                };
             };
             /** @description Invalid request (bad parameter, cursor or value) */
             400: {

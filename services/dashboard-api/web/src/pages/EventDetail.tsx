@@ -230,9 +230,48 @@ const DELIVERY_TONE: Record<Delivery["status"], string> = {
   deduplicated: "text-muted",
 };
 
+const RETRYABLE: ReadonlySet<Delivery["status"]> = new Set(["failed", "success"]);
+
+/** Retries one delivery alone (a new attempt chain of it, to its destination as it is now). */
+function RetryDelivery({ eventId, delivery }: { eventId: string; delivery: Delivery }) {
+  const client = useQueryClient();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  async function retry() {
+    setBusy(true);
+    setError(null);
+    try {
+      await call(() =>
+        api.POST("/api/v1/deliveries/{delivery_id}/retry", {
+          params: { path: { delivery_id: delivery.id } },
+        }),
+      );
+      announce(`Retry of ${delivery.route} queued`);
+      client.invalidateQueries({ queryKey: ["event", eventId] });
+    } catch (exc) {
+      setError(exc);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <>
+      <Button
+        onClick={retry}
+        disabled={busy}
+        aria-label={`Retry the delivery over ${delivery.route}`}
+      >
+        {busy ? "Retrying…" : "Retry"}
+      </Button>
+      {error !== null && <ErrorText error={error} />}
+    </>
+  );
+}
+
 /** One row per route the event went through (its replays' routings too): where it went, where
- * that stands and why, and its attempts (listed in full below). */
-function Deliveries({ deliveries }: { deliveries: Delivery[] }) {
+ * that stands and why, and its attempts (listed in full below). A failed or delivered one can
+ * be retried on its own. */
+function Deliveries({ eventId, deliveries }: { eventId: string; deliveries: Delivery[] }) {
   if (deliveries.length === 0) return null;
   return (
     <section
@@ -252,6 +291,9 @@ function Deliveries({ deliveries }: { deliveries: Delivery[] }) {
             <th className="p-1.5">Why</th>
             <th className="p-1.5">Attempts</th>
             <th className="p-1.5">Since</th>
+            <th className="p-1.5">
+              <span className="sr-only">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -276,6 +318,9 @@ function Deliveries({ deliveries }: { deliveries: Delivery[] }) {
                 </td>
                 <td className="whitespace-nowrap p-1.5">
                   <Time iso={d.updated_at} />
+                </td>
+                <td className="p-1.5">
+                  {RETRYABLE.has(d.status) && <RetryDelivery eventId={eventId} delivery={d} />}
                 </td>
               </tr>
             );
@@ -545,7 +590,7 @@ export function EventDetail() {
         tab={search.tab}
         onTab={(tab) => navigate({ search: (p) => ({ ...p, tab }), replace: true })}
       />
-      <Deliveries deliveries={data.deliveries} />
+      <Deliveries eventId={eventId} deliveries={data.deliveries} />
       <Attempts attempts={data.attempts} />
       {awaiting !== null && (
         <p role="status" className="text-sm text-muted">

@@ -14,8 +14,8 @@ The configuration is the routing view's (the change log's, milliseconds behind a
 webhook that lost its enabled routes between the event's capture and its routing gets one
 ``filtered`` delivery saying so, so its event still settles.
 
-Delivery ids derive from (event id, route id): routing an event again after a crash gives the
-same deliveries (their tasks may run twice: at-least-once).
+Delivery ids derive from (event id, routing, route id): routing an event again after a crash
+gives the same deliveries (their tasks may run twice: at-least-once).
 """
 
 from __future__ import annotations
@@ -25,20 +25,18 @@ from datetime import datetime
 from typing import Final, Protocol
 
 from hookbay_common.clock import utcnow
-from hookbay_common.ids import IdPrefix, derived_id
 from hookbay_common.models import (
     AttemptTrigger,
     Delivery,
     DeliveryStatus,
     Destination,
-    DestinationState,
     Event,
     Route,
     Webhook,
 )
 from hookbay_common.routing.filters import Filter, FilterError, Subject, Verdict, compile_filter
 from hookbay_common.routing.subject import event_subject
-from hookbay_common.routing.tasks import DestinationTask, delivery_id
+from hookbay_common.routing.tasks import DestinationTask, delivery_id, first_status
 from hookbay_common.topics import Topics
 from hookbay_common.wire import encode_delivery, encode_destination_task
 from hookbay_forwarder.writes import Message
@@ -117,15 +115,12 @@ class Router:
                     f"destination {route.destination!r} no longer exists", route.id,
                 ))  # fmt: skip
                 continue
-            status, reason = DeliveryStatus.SCHEDULED, None
-            if destination.state is not DestinationState.ACTIVE:
-                status = DeliveryStatus.HELD
-                reason = f"{destination.state.value}: {destination.state_reason or 'manual'}"
+            status, reason = first_status(destination)
             delivery = self._delivery(event, source, route.name, route.destination, at, status,
                                       reason, route.id)  # fmt: skip
             deliveries.append(delivery)
             task = DestinationTask(
-                delivery_id=delivery.id, chain_id=derived_id(IdPrefix.CHAIN, delivery.id),
+                delivery_id=delivery.id, chain_id=delivery.first_chain,
                 destination=destination.id, route=route.name, trigger=trigger, attempt=1,
                 not_before=at, event=event,
             )  # fmt: skip
@@ -155,7 +150,7 @@ class Router:
         status: DeliveryStatus, reason: str | None, route_id: str = NO_ROUTE,
     ) -> Delivery:  # fmt: skip
         return Delivery(
-            id=delivery_id(source, route_id), event_id=event.id, webhook_id=event.webhook_id,
+            id=delivery_id(source, route_id, event.id), event_id=event.id, webhook_id=event.webhook_id,
             username=event.username, route=route, destination=destination, status=status,
             reason=reason, at=at,
         )  # fmt: skip

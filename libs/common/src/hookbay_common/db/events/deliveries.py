@@ -1,5 +1,7 @@
 """An event's deliveries, kept in its head as ``deliveries``: one JSON text holding the latest
-state of each delivery, ``{"<delivery id>": [route, destination, status, reason, at ms]}``.
+state of each delivery, ``{"<delivery id>": [route, destination, status, reason, at ms]}``, plus
+the record's attempt chain as a sixth item when it is not the delivery's first
+(``Delivery.first_chain``: the delivery was retried on its own).
 
 In the head rather than a collection of their own (``docs/decisions.md``, "Deliveries"): the
 recorder moves an event's status from all its deliveries at once, so it reads and writes the
@@ -24,13 +26,17 @@ DELIVERIES_FIELD = "deliveries"
 def encode_deliveries(deliveries: Mapping[str, Delivery]) -> str:
     """The head's ``deliveries`` text for ``deliveries`` (by id), keys sorted."""
     return json.dumps(
-        {
-            i: [d.route, d.destination, d.status.value, d.reason, epoch_ms(d.at)]
-            for i, d in sorted(deliveries.items())
-        },
+        {i: _stored(d) for i, d in sorted(deliveries.items())},
         separators=(",", ":"),
         ensure_ascii=False,
     )
+
+
+def _stored(d: Delivery) -> list[Any]:
+    stored: list[Any] = [d.route, d.destination, d.status.value, d.reason, epoch_ms(d.at)]
+    if d.chain is not None and d.chain != d.first_chain:
+        stored.append(d.chain)
+    return stored
 
 
 def decode_deliveries(head: Mapping[str, Any]) -> dict[str, Delivery]:
@@ -39,11 +45,14 @@ def decode_deliveries(head: Mapping[str, Any]) -> dict[str, Delivery]:
     if not text:
         return {}
     found = {}
-    for delivery_id, (route, destination, status, reason, at_ms) in json.loads(text).items():
+    for delivery_id, (route, destination, status, reason, at_ms, *chain) in json.loads(
+        text
+    ).items():
         found[delivery_id] = Delivery(
             id=delivery_id, event_id=head["_id"], webhook_id=head.get("webhook_id", ""),
             username=head.get("username", ""), route=route, destination=destination,
             status=DeliveryStatus(status), reason=reason, at=from_epoch_ms(at_ms),
+            chain=chain[0] if chain else None,
         )  # fmt: skip
     return found
 
