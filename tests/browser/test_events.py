@@ -13,6 +13,7 @@ from playwright.async_api import expect
 
 from tests.browser.conftest import Session, Stack
 from tests.support.receiver import Reply
+from tests.support.waiting import until
 
 
 class TestEventList:
@@ -214,6 +215,12 @@ class TestOverviewPending:
         gate.set()
         for request_id in waiting:
             await stack.event(request_id, status="success")
+
+        async def counted_settled() -> bool:  # page summaries follow the status within a second
+            found = (await owner.api.get("/api/v1/overview")).json()["webhooks"]
+            return [w["pending_24h"] for w in found if w["name"] == hook["name"]] == [0]
+
+        await until(counted_settled, 30, interval=0.2, what="the overview counts none pending")
         await page.goto("/")
         await expect(pending).to_have_accessible_name(
             f"0 events pending for {hook['name']} in the last 24 hours"
