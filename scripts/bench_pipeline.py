@@ -543,7 +543,8 @@ def render(runs: list[Run], idle_ms: dict[str, float], args: argparse.Namespace)
             if args.routes
             else "forwarding to"
         )
-        + " a local destination that answers 200 at once; 1 KiB JSON bodies, open loop, {args.seconds:g} s a rate; every process of "
+        + " a local destination that answers 200 at once; 1 KiB JSON bodies, open loop, "
+        f"{args.seconds:g} s a rate; every process of "
         "the stack counted (user + system CPU, PostgreSQL's backends included) from the first "
         "send until every event ingest took was delivered, recorded and counted.",
         "",

@@ -137,6 +137,22 @@ class TestPrecedence:
         assert (stored.status, stored.chain) == (S.SUCCESS, retry)
         assert (await events.get(event.id)).status is EventStatus.SUCCESS  # type: ignore[union-attr]
 
+    async def test_a_later_record_moves_the_status_not_the_names(self, db: Database) -> None:
+        """The lane of a deleted destination knows only its key: its ``failed`` keeps the
+        names the delivery was routed with."""
+        events, attempts = EventRepository(db), AttemptRepository(db)
+        event = create_event(forward_url=None, routed=True)
+        await events.upsert(event)
+        now = utcnow()
+        routed = create_delivery(event, route="main", destination="billing", at=now,
+                                 status=S.SCHEDULED)  # fmt: skip
+        gone = routed.model_copy(update={"destination": "dst_01", "status": S.FAILED,
+                                         "at": now + timedelta(seconds=1)})  # fmt: skip
+        await _write(events, attempts, [routed])
+        await _write(events, attempts, [gone])
+        (stored,) = await _deliveries(events, event.id)
+        assert (stored.route, stored.destination, stored.status) == ("main", "billing", S.FAILED)
+
     def test_the_first_chain_written_out_or_left_out_is_the_same(self) -> None:
         event = create_event()
         now = utcnow()

@@ -5,6 +5,7 @@ and ``Retry-After``; which topic a retry waits in; a deleted destination's deliv
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
+from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import AttemptTrigger, DeliveryStatus, DeliveryTask, Destination
 from hookbay_common.topics import Topics
 from hookbay_common.wire import (
@@ -147,6 +149,22 @@ class TestDestinationDelivery:
         (record,) = written.messages
         assert is_delivery_record(record.value)
         gone = decode_delivery(record.value)
-        assert (gone.id, gone.status, gone.reason) == (
-            task.delivery_id, DeliveryStatus.FAILED, "the destination was deleted",
+        assert (gone.id, gone.status, gone.reason, gone.chain) == (
+            task.delivery_id, DeliveryStatus.FAILED, "the destination was deleted", task.chain_id,
         )  # fmt: skip
+
+    async def test_a_retried_delivery_whose_destination_was_deleted_fails_in_its_chain(
+        self,
+    ) -> None:
+        """A delivery retried on its own waits as ``scheduled`` in a new chain: its failure
+        must be of that chain too, or the ``scheduled`` would stand over it."""
+        deliverer = Scripted()
+        deliver, written = delivery(deliverer)
+        first = create_destination_task()
+        retried = dataclasses.replace(first, chain_id=new_id(IdPrefix.CHAIN))
+        await deliver(retried)
+        (record,) = written.messages
+        gone = decode_delivery(record.value)
+        scheduled = gone.model_copy(update={"status": DeliveryStatus.SCHEDULED})
+        assert gone.chain == retried.chain_id
+        assert gone.supersedes(scheduled)

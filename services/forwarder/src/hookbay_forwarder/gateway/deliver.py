@@ -146,10 +146,13 @@ class DestinationDelivery:
         )  # fmt: skip
 
     def _gone(self, task: DestinationTask) -> Message:
+        """The delivery failed, in the task's chain (a retried delivery's record must stand
+        over the ``scheduled`` of its retry, ``Delivery.supersedes``)."""
         event = task.event
         delivery = Delivery(
             id=task.delivery_id, event_id=event.id, webhook_id=event.webhook_id,
             username=event.username, route=task.route, destination=task.destination,
             status=DeliveryStatus.FAILED, reason="the destination was deleted", at=utcnow(),
+            chain=task.chain_id,
         )  # fmt: skip
         return Message(self._topics.attempts, encode_delivery(delivery), event.id.encode())

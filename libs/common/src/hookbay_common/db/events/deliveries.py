@@ -59,11 +59,20 @@ def decode_deliveries(head: Mapping[str, Any]) -> dict[str, Delivery]:
 
 def merged(stored: Mapping[str, Delivery], fresh: Iterable[Delivery]) -> dict[str, Delivery]:
     """``stored`` with each of ``fresh`` that supersedes the record of its delivery
-    (``Delivery.supersedes``): the same whatever order the records come in, and however often."""
+    (``Delivery.supersedes``): the same whatever order the records come in, and however often.
+    A delivery keeps the route and destination names it was first recorded with (the names
+    when it was routed): a later record that knows only the destination's key (its lane's,
+    once the destination was deleted) moves the status, not the names."""
     result = dict(stored)
     for delivery in fresh:
         known = result.get(delivery.id)
         if known is None or delivery.supersedes(known):
+            if known is not None and (known.route, known.destination) != (
+                delivery.route, delivery.destination,
+            ):  # fmt: skip
+                delivery = delivery.model_copy(
+                    update={"route": known.route, "destination": known.destination}
+                )
             result[delivery.id] = delivery
     return result
 
