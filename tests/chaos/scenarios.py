@@ -203,9 +203,10 @@ def _backlog(stack: Stack, owners: set[str], at: float) -> int:
 
 async def destinations_slow(stack: Stack) -> None:
     """Every destination answers in ``SLOW`` s for ``SLOW_WINDOW`` s. A routed owner's lane
-    delivers several at once (``max_concurrency``, 10), so its backlog must not grow (the
-    control); a ``forward_url`` owner's events go one at a time, so its backlog grows, and is
-    reported beside it."""
+    delivers several at once (``max_concurrency``, the default), so its backlog must not grow
+    (the control); a ``forward_url`` owner's webhook is stored as before ``forward_url`` was a
+    route (not migrated), so its events go one at a time on the old path, its backlog grows,
+    and is reported beside it."""
     await stack.destination_mode("slow")
     start = time.time()
     await asyncio.sleep(SLOW_WINDOW)

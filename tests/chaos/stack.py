@@ -134,8 +134,8 @@ class Target:
 
 class Stack:
     """One scenario's hookbay on ``infra``: a fresh database and namespace, ``OWNERS`` pro-plan
-    owners each with a signed webhook delivering to the destination (half by ``forward_url``,
-    half over ``fan_out`` routes, ``ROUTED_DESTINATION``, created with ``routed_fields``); every
+    owners each with a signed webhook delivering to the destination (half by ``forward_url``
+    stored as before it was a route, on the forwarder's own path; half over ``fan_out`` routes, ``ROUTED_DESTINATION``, created with ``routed_fields``); every
     process started by ``__aenter__`` and stopped (load first) by ``__aexit__``. A fault or a
     scenario's check writes what it measured of the destinations' controls to ``controls``
     (``ok`` false fails the scenario)."""

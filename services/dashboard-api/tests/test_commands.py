@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -482,8 +484,39 @@ class TestMigrate:
         assert (
             hookbay("migrate")
             .stdout.strip()
-            .startswith("indexes ok; 0 events upgraded to the paged layout; topics created: none; ")
+            .startswith(
+                "indexes ok; 0 events upgraded to the paged layout; 0 forward_urls given their "
+                "route; topics created: none; "
+            )
         )
+
+    def test_gives_a_stored_forward_url_its_route_and_destination(
+        self, hookbay: Invoke, raw_db: Any
+    ) -> None:
+        """A webhook as stored before forward_url was a route: no routes, only the field."""
+        name = f"legacy-{uuid.uuid4().hex[:8]}"
+        now = datetime.now(UTC).replace(microsecond=0)
+        raw_db.webhooks.insert_one(
+            {
+                "_id": f"wh_{uuid.uuid4().hex[:20]}", "username": name, "name": "orders",
+                "secret": None, "verification": None, "forward_url": "https://example.com/in",
+                "active": True, "created_at": now, "updated_at": now,
+            }
+        )  # fmt: skip
+        try:
+            assert ok_json(hookbay("migrate", "--json"))["forward_urls_routed"] >= 1
+            stored = raw_db.webhooks.find_one({"username": name})
+            assert [r["name"] for r in stored["routes"]] == ["forward_url"]
+            assert stored["routes"][0]["destination"] == "orders.forward_url"
+            assert stored["forward_url"] == "https://example.com/in"
+            destination = raw_db.destinations.find_one({"username": name})
+            assert destination["name"] == "orders.forward_url"
+            assert destination["url"] == "https://example.com/in"
+            assert ok_json(hookbay("migrate", "--json"))["forward_urls_routed"] == 0
+            assert raw_db.webhooks.find_one({"username": name})["routes"] == stored["routes"]
+        finally:
+            raw_db.webhooks.delete_many({"username": name})
+            raw_db.destinations.delete_many({"username": name})
 
     def test_unreachable_kafka(self, hookbay: Invoke) -> None:
         fails(

@@ -31,7 +31,7 @@ class TestCreate:
         expected = {
             "username": owner.username, "name": "billing", "url": "http://127.0.0.1:9/in",
             "timeout_s": 10, "headers": {}, "retry_schedule": None, "rate_limit": None,
-            "max_concurrency": 10, "state": "active", "state_reason": None,
+            "max_concurrency": 20, "state": "active", "state_reason": None,
         }  # fmt: skip
         assert {k: created[k] for k in expected} == expected
         assert (await owner.client.get(f"{API}/billing")).json() == created

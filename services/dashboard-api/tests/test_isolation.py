@@ -127,7 +127,9 @@ class TestIsolation:
         dest = (await victim.owner.client.get("/api/v1/destinations/billing")).json()
         assert (dest["state"], dest["url"]) == ("active", "http://127.0.0.1:9/b")
         routes = (await victim.owner.client.get("/api/v1/webhooks/orders/routes")).json()
-        assert [(r["name"], r["destination"]) for r in routes] == [("to-billing", "billing")]
+        assert [(r["name"], r["destination"]) for r in routes] == [
+            ("forward_url", "orders.forward_url"), ("to-billing", "billing"),
+        ]  # fmt: skip
         tokens = (await victim.owner.client.get("/api/v1/tokens")).json()
         assert victim.values["token_id"] in {t["id"] for t in tokens}
         found = await dashboard.runtime.events.get_with_deliveries(victim.values["event_id"])

@@ -14,12 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
+from hookbay_common.db.forwarding import keep_forward_route
 from hookbay_common.settings import Settings
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_forwarder.delivery import Forwarder
 from hookbay_forwarder.recorder import Recorder
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
+from tests.support.factories import create_webhook
 from tests.support.forwarder import forwarder_namespace, running
 from tests.support.ingest import ingest_settings
 from tests.support.receiver import Receiver, Reply
@@ -317,3 +319,69 @@ class TestDeliveryRetry:
         assert after["audit"] == by_route["audit"]
         assert [r.body for r in stack.receiver.received(fixed)] == [b'{"kind": "a"}']
         assert len(stack.receiver.received(audit)) == 1
+
+
+class TestForwardUrl:
+    async def test_delivered_as_its_route_paused_and_resumed_like_any_destination(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        url = stack.receiver.url()
+        await make(owner, "/webhooks", {"name": "fwd", "forward_url": url})
+        await stack.routed(owner, "fwd")
+        body = b'{"n":  1, "s": "\\u00e9"}'
+        first = await stack.send(owner, "fwd", body)
+        done = await stack.event(owner, "fwd", first, "success", 1)
+        (delivery,) = done["deliveries"]
+        assert (delivery["route"], delivery["destination"], delivery["status"]) == (
+            "forward_url", "fwd.forward_url", "success",
+        )  # fmt: skip
+        assert done["forward_url"] == url
+        assert [r.body for r in stack.receiver.received(url)] == [body]
+
+        paused = await owner.client.post("/api/v1/destinations/fwd.forward_url/pause")
+        assert paused.status_code == 200, paused.text
+        await stack.forwarder_sees(owner, "fwd.forward_url", "paused")
+        held = await stack.send(owner, "fwd", b'{"n": 2}')
+        waiting = await stack.event(owner, "fwd", held, "pending", 1)
+        assert waiting["deliveries"][0]["status"] == "held"
+        assert len(stack.receiver.received(url)) == 1
+        await owner.client.post("/api/v1/destinations/fwd.forward_url/resume")
+        await stack.event(owner, "fwd", held, "success", 1)
+        assert [r.body for r in stack.receiver.received(url)] == [body, b'{"n": 2}']
+
+    async def test_a_webhook_stored_before_forward_url_was_a_route_is_upgraded_in_place(
+        self, stack: Stack
+    ) -> None:
+        """Stored as before: the forwarder's own path delivers it (no deliveries); after the
+        upgrade (``hookbay-admin migrate``'s step) its route does, and the first event keeps
+        what it had."""
+        owner = await stack.owner()
+        url = stack.receiver.url()
+        rt = stack.dashboard.runtime
+        webhook = create_webhook(username=owner.username, name="legacy", forward_url=url)
+        await rt.webhooks.create(webhook)
+        await rt.config.webhook_changed(webhook)
+
+        async def known() -> bool:
+            return await stack.ingest.view.webhook(owner.username, "legacy") is not None
+
+        await until(known, 30, interval=0.05, what="the legacy webhook reaches ingest")
+        before = await stack.send(owner, "legacy", b'{"v": 1}')
+        old = await stack.event(owner, "legacy", before, "success", 0)
+        assert [a["status_code"] for a in old["attempts"]] == [200]
+
+        # migrate's step for this webhook (the command runs it over every webhook stored)
+        change = await keep_forward_route(rt.webhooks, rt.destinations, webhook, url)
+        assert change.changed
+        assert change.destination is not None
+        await rt.config.destination_changed(change.destination)
+        await rt.config.webhook_changed(change.webhook)
+        await stack.routed(owner, "legacy")
+        after = await stack.send(owner, "legacy", b'{"v": 2}')
+        new = await stack.event(owner, "legacy", after, "success", 1)
+        assert new["deliveries"][0]["route"] == "forward_url"
+        assert [r.body for r in stack.receiver.received(url)] == [b'{"v": 1}', b'{"v": 2}']
+        assert (await stack.event(owner, "legacy", before, "success", 0))["attempts"] == (
+            old["attempts"]
+        )

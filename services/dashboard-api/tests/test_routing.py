@@ -240,9 +240,12 @@ class TestChange:
         )
         assert patched.status_code == 200
         await owner.client.post(f"{HOOKS}/orders/deactivate")
-        assert await names(owner) == ["r"]
+        assert await names(owner) == ["forward_url", "r"]  # the forward_url's route, first
         webhook = await dashboard.runtime.webhooks.require(owner.username, "orders")
-        assert webhook.forward_url == "http://127.0.0.1:9/legacy"  # forward_url as before
+        assert webhook.forward_url == "http://127.0.0.1:9/legacy"
+        removed = await owner.client.patch(f"{HOOKS}/orders", json={"forward_url": None})
+        assert removed.status_code == 200
+        assert await names(owner) == ["r"]
 
 
 class TestDelete:

@@ -271,25 +271,31 @@ def hookbay(ctx: click.Context, as_json: bool) -> None:
 @pass_state
 def migrate_command(state: CliState) -> None:
     """Create MongoDB indexes and Kafka topics that are missing, upgrade events stored in an
-    earlier layout, republish the configuration (idempotent)."""
+    earlier layout, give each webhook's forward_url its route and destination, republish the
+    configuration (idempotent)."""
 
-    async def work(rt: Runtime) -> tuple[int, list[str], int]:  # indexes are made already
+    async def work(rt: Runtime) -> tuple[int, int, list[str], int]:  # indexes are made already
+        from hookbay_common.db import DestinationRepository, WebhookRepository
         from hookbay_common.db.events import migrate_event_layout
+        from hookbay_common.db.forwarding import route_forward_urls
         from hookbay_common.kafka import ensure_configured_topics
 
         moved = await migrate_event_layout(rt.db)
+        routed = await route_forward_urls(
+            WebhookRepository(rt.db, rt.box), DestinationRepository(rt.db, rt.box)
+        )
         created = await ensure_configured_topics(rt.settings)
-        return moved, created, await publish_configuration(rt)
+        return moved, routed, created, await publish_configuration(rt)
 
-    moved, created, published = state.run(work)
+    moved, routed, created, published = state.run(work)
     state.emit(
         {
-            "indexes": "ok", "events_upgraded": moved, "topics_created": created,
-            "config_published": published,
+            "indexes": "ok", "events_upgraded": moved, "forward_urls_routed": routed,
+            "topics_created": created, "config_published": published,
         },
         human=lambda c: c.print(
-            f"indexes ok; {moved} events upgraded to the paged layout; topics created: "
-            f"{', '.join(created) or 'none'}; "
+            f"indexes ok; {moved} events upgraded to the paged layout; {routed} forward_urls "
+            f"given their route; topics created: {', '.join(created) or 'none'}; "
             f"{published} users, webhooks and destinations published to the change log"
         ),
     )  # fmt: skip

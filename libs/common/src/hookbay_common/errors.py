@@ -287,6 +287,21 @@ class DestinationInUse(Conflict):
         )
 
 
+class ForwardUrlManaged(Conflict):
+    """A change the webhook's ``forward_url`` makes, asked of its route or destination:
+    editing or deleting the route ``forward_url``, or changing its destination's URL or
+    deleting it (``docs/owners/routes.md``, "forward_url")."""
+
+    error = "Managed by forward_url"
+
+    def __init__(self, webhook_name: str, what: str) -> None:
+        super().__init__(
+            f"{what} is webhook {webhook_name!r}'s forward_url: change or remove the webhook's "
+            "forward_url instead",
+            webhookName=webhook_name,
+        )
+
+
 class RouteNotFound(NotFound):
     error = "Route not found"
 

@@ -117,8 +117,9 @@ class Services:
     def webhooks(self) -> WebhookService:
         s = self.stores
         return WebhookService(
-            s.webhooks, s.users, allow_private=self.settings.allow_private_destinations,
-            publisher=self.config, stats=s.stats,
+            s.webhooks, s.users, s.destinations,
+            allow_private=self.settings.allow_private_destinations, publisher=self.config,
+            stats=s.stats,
         )  # fmt: skip
 
     def destinations(self) -> DestinationService:

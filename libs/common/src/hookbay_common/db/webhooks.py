@@ -130,13 +130,18 @@ class WebhookRepository:
             raise WebhookNotFound(username, name)
         return self._from_document(doc)
 
-    async def replace_routes(self, webhook: Webhook, routes: Sequence[Route]) -> Webhook | None:
-        """Store ``routes`` as the routes of ``webhook`` if the stored webhook is still the one
-        read (its ``updated_at`` unchanged), moving ``updated_at`` forward; ``None`` when
-        another write came first (read again and retry). ``WebhookNotFound`` when it is gone."""
+    async def replace_routes(
+        self, webhook: Webhook, routes: Sequence[Route], *, forward_url: str | None = _UNSET
+    ) -> Webhook | None:
+        """Store ``routes`` as the routes of ``webhook`` (and its ``forward_url`` when given)
+        if the stored webhook is still the one read (its ``updated_at`` unchanged), moving
+        ``updated_at`` forward; ``None`` when another write came first (read again and retry).
+        ``WebhookNotFound`` when it is gone."""
         read_at = stored_moment(webhook.updated_at)
         moved = max(utcnow(), read_at + timedelta(milliseconds=1))
         change: dict[str, Any] = {"$set": {"updated_at": moved}}
+        if forward_url is not _UNSET:
+            change["$set"]["forward_url"] = forward_url
         if routes:
             change["$set"]["routes"] = routes_to_document(routes)
         else:

@@ -131,5 +131,7 @@ class Event(EventHead):
 
     @property
     def forwardable(self) -> bool:
-        """Deliverable to its ``forward_url`` (the forwarder's first attempt of the event)."""
-        return self.deliverable and self.forward_url is not None
+        """Deliverable to its ``forward_url`` by the forwarder's own path: an event captured
+        before ``forward_url`` became a route (``docs/decisions.md``, "forward_url is a
+        route"). A routed event's ``forward_url`` is its route's, delivered by routing."""
+        return self.deliverable and self.forward_url is not None and not self.routed

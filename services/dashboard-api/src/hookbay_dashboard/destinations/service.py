@@ -9,7 +9,8 @@ from pydantic import SecretStr
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import DestinationRepository, UserRepository, WebhookRepository
-from hookbay_common.errors import DestinationInUse, InvalidField
+from hookbay_common.db.forwarding import forward_webhook
+from hookbay_common.errors import DestinationInUse, ForwardUrlManaged, InvalidField
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Breaker, Destination, DestinationState, StateReason
 from hookbay_common.names import is_valid_webhook_name
@@ -92,10 +93,15 @@ class DestinationService:
         return await self._destinations.list_for_owner(username)
 
     async def change(self, username: str, name: str, write: DestinationUpdate) -> Destination:
-        """Change the fields sent (``DestinationUpdate``); nothing sent reads the destination."""
+        """Change the fields sent (``DestinationUpdate``); nothing sent reads the destination.
+        A ``forward_url``'s destination takes its URL from its webhook (``ForwardUrlManaged``
+        when another is sent)."""
         current = await self._destinations.require(username, name)
         sent = write.model_fields_set
         changes: dict[str, Any] = {}
+        webhook = forward_webhook(name)
+        if webhook is not None and "url" in sent and write.url not in (None, current.url):
+            raise ForwardUrlManaged(webhook, f"destination {name!r}'s URL")
         if "url" in sent and write.url is not None:
             changes["url"] = await self._checked_url(write.url)
         for field in ("timeout_s", "max_concurrency"):
@@ -136,8 +142,11 @@ class DestinationService:
         return await self._published(await self._destinations.update(username, name, changes))
 
     async def delete(self, username: str, name: str) -> None:
-        """``DestinationInUse`` (409, naming them) while routes deliver to it."""
+        """``DestinationInUse`` (409, naming them) while routes deliver to it;
+        ``ForwardUrlManaged`` for a ``forward_url``'s (removing the ``forward_url`` deletes it)."""
         await self._destinations.require(username, name)
+        if (webhook := forward_webhook(name)) is not None:
+            raise ForwardUrlManaged(webhook, f"destination {name!r}")
         users = await self.routes_using(username, name)
         if users:
             raise DestinationInUse(name, users)

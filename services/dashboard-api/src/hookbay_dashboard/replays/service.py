@@ -1,7 +1,7 @@
 """Replays: one event at once, or every failed event of a webhook as a background job.
 
-A replay goes where the webhook delivers *now*: to its ``forward_url``, a ``DeliveryTask``
-with trigger ``replay`` (the forwarder runs it as a new attempt chain and the recorder makes the
+A replay goes where the webhook delivers *now*: to the ``forward_url`` of a webhook stored
+before ``forward_url`` became a route (not yet migrated), a ``DeliveryTask`` with trigger ``replay`` (the forwarder runs it as a new attempt chain and the recorder makes the
 event's status follow it); over its enabled routes, a route request (``wire.encode_route_request``)
 that the forwarder's router routes again, filters re-evaluated, as a new routing whose
 deliveries alone give the event's status. Both are published on ``Topics.replays`` keyed by the
@@ -33,6 +33,7 @@ from hookbay_common.db import (
     ReplayJobStatus,
     WebhookRepository,
 )
+from hookbay_common.db.forwarding import FORWARD_ROUTE
 from hookbay_common.errors import (
     EventNotFound,
     EventRejected,
@@ -119,8 +120,9 @@ class ReplayPublisher:
 
 
 def targets(webhook: Webhook) -> tuple[str | None, tuple[str, ...]]:
-    """Where the webhook delivers now: its forward URL and its enabled routes' names;
-    ``NothingToDeliverTo`` when neither."""
+    """Where the webhook delivers now: its enabled routes' names (its ``forward_url``'s route
+    among them), and the forward URL itself only for a webhook stored before ``forward_url``
+    was a route (not yet migrated); ``NothingToDeliverTo`` when neither."""
     routes = tuple(route.name for route in webhook.enabled_routes)
     if webhook.forward_url is None and not routes:
         raise NothingToDeliverTo(
@@ -128,7 +130,8 @@ def targets(webhook: Webhook) -> tuple[str | None, tuple[str, ...]]:
             "deliver to; set one first",
             webhookName=webhook.name,
         )
-    return webhook.forward_url, routes
+    unrouted = webhook.route(FORWARD_ROUTE) is None
+    return webhook.forward_url if unrouted else None, routes
 
 
 @dataclass(frozen=True)

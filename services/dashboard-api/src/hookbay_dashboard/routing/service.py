@@ -17,8 +17,10 @@ from typing import Any, Final
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import DestinationRepository, EventRepository, WebhookRepository
+from hookbay_common.db.forwarding import FORWARD_ROUTE, forward_webhook
 from hookbay_common.errors import (
     ConcurrentChange,
+    ForwardUrlManaged,
     InvalidField,
     RouteAlreadyExists,
     RouteLimitReached,
@@ -138,8 +140,11 @@ class RouteService:
     async def change(
         self, username: str, webhook_name: str, name: str, write: RouteUpdate
     ) -> tuple[Webhook, int]:
-        """Change the fields sent; nothing sent reads the route."""
+        """Change the fields sent; nothing sent reads the route. The route ``forward_url``
+        is its webhook's ``forward_url``'s (``ForwardUrlManaged``)."""
         await self.get(username, webhook_name, name)  # 404s before the fields
+        if name == FORWARD_ROUTE:
+            raise ForwardUrlManaged(webhook_name, f"route {name!r}")
         sent = write.model_fields_set & {"destination", "enabled", "filter", "position"}
         if "destination" in sent and write.destination is not None:
             await self._check_destination(username, write.destination)
@@ -165,6 +170,10 @@ class RouteService:
         return webhook, _position(webhook, name)
 
     async def delete(self, username: str, webhook_name: str, name: str) -> None:
+        if name == FORWARD_ROUTE:
+            await self.get(username, webhook_name, name)  # 404s first
+            raise ForwardUrlManaged(webhook_name, f"route {name!r}")
+
         def remove(webhook: Webhook) -> list[Route]:
             index = _position(webhook, name)
             return [r for i, r in enumerate(webhook.routes) if i != index]
@@ -190,9 +199,16 @@ class RouteService:
         return DryRun(webhook, label, draft is None, results)
 
     async def _check_destination(self, username: str, name: str) -> None:
+        """An owner's destination, and not a ``forward_url``'s (its route is the only one)."""
         if await self._destinations.get(username, name) is None:
             raise InvalidField(
                 ("destination",), f"you have no destination named {name!r}", "destination_missing"
+            )
+        if (webhook := forward_webhook(name)) is not None:
+            raise InvalidField(
+                ("destination",),
+                f"{name!r} is webhook {webhook!r}'s forward_url: only its route delivers to it",
+                "destination_forward_url",
             )
 
     async def _rewrite(

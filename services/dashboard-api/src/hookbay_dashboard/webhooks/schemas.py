@@ -37,6 +37,12 @@ def _no_surrounding_spaces(value: str | None) -> str | None:
     return value
 
 
+FORWARD_URL = (
+    "Where the webhook's events go: shorthand for the route `forward_url` (unfiltered, first) "
+    "to the destination `<webhook>.forward_url`, both kept in step with it (docs/owners/"
+    "routes.md#forward_url); null removes them."
+)
+
 class BasicWrite(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -218,7 +224,9 @@ class _SecretChoice(BaseModel):
 
 class WebhookCreate(_SecretChoice):
     name: str = Field(min_length=1, max_length=WEBHOOK_NAME_MAX)
-    forward_url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_LENGTH)
+    forward_url: str | None = Field(
+        default=None, min_length=1, max_length=MAX_URL_LENGTH, description=FORWARD_URL
+    )
 
 
 class WebhookUpdate(_SecretChoice):
@@ -227,4 +235,6 @@ class WebhookUpdate(_SecretChoice):
     ``generate_secret`` rotates to a generated secret. Setting a plain secret removes the
     verification and setting a verification removes the plain secret (one of them is in use)."""
 
-    forward_url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_LENGTH)
+    forward_url: str | None = Field(
+        default=None, min_length=1, max_length=MAX_URL_LENGTH, description=FORWARD_URL
+    )

@@ -10,7 +10,13 @@ from pydantic import SecretStr, ValidationError
 
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
-from hookbay_common.db import StatsRepository, UserRepository, WebhookRepository
+from hookbay_common.db import (
+    DestinationRepository,
+    StatsRepository,
+    UserRepository,
+    WebhookRepository,
+)
+from hookbay_common.db.forwarding import forward_destination, keep_forward_route
 from hookbay_common.errors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import (
@@ -54,18 +60,23 @@ class VerificationInvalid(InvalidRequest):
 
 class WebhookService:
     """Webhooks of an owner. Every change is published to the configuration change log after
-    its MongoDB write when a ``publisher`` is given (ingest replicas apply it at once)."""
+    its MongoDB write when a ``publisher`` is given (ingest replicas apply it at once).
+
+    A ``forward_url`` is one unfiltered route to a destination of the webhook's own
+    (``hookbay_common.db.forwarding``): setting, changing or removing it writes them too."""
 
     def __init__(
         self,
         webhooks: WebhookRepository,
         users: UserRepository,
+        destinations: DestinationRepository,
         *,
         allow_private: bool,
         stats: StatsRepository,
         publisher: ConfigPublisher | None = None,
     ) -> None:
         self._webhooks = webhooks
+        self._destinations = destinations
         self._users = users
         self._stats = stats
         self._allow_private = allow_private
@@ -100,12 +111,13 @@ class WebhookService:
                 verification=resolve_verification(verification, None, now=now)
                 if verification is not None
                 else None,
-                forward_url=forward_url,
                 active=True,
                 created_at=now,
                 updated_at=now,
             )
         )
+        if forward_url is not None:  # the webhook first: its name is taken by then
+            return await self._forwarding(created, forward_url)
         return await self._published(created)
 
     async def change(
@@ -135,11 +147,23 @@ class WebhookService:
                     verification, current.effective_verification, now=utcnow()
                 )
                 changes["secret"] = None
+        if forward_url is not UNCHANGED and forward_url is not None:
+            await check_destination(forward_url, allow_private=self._allow_private)
+        webhook = await self._webhooks.update(username, name, **changes)
         if forward_url is not UNCHANGED:
-            if forward_url is not None:
-                await check_destination(forward_url, allow_private=self._allow_private)
-            changes["forward_url"] = forward_url
-        return await self._published(await self._webhooks.update(username, name, **changes))
+            return await self._forwarding(webhook, forward_url)
+        return await self._published(webhook)
+
+    async def _forwarding(self, webhook: Webhook, forward_url: str | None) -> Webhook:
+        """Set ``forward_url`` with its route and destination; publish what changed (the
+        destination before the route that names it, its deletion after)."""
+        change = await keep_forward_route(self._webhooks, self._destinations, webhook, forward_url)
+        if self._publisher is not None and change.destination is not None:
+            await self._publisher.destination_changed(change.destination)
+        await self._published(change.webhook)
+        if self._publisher is not None and change.deleted is not None:
+            await self._publisher.destination_deleted(webhook.username, change.deleted)
+        return change.webhook
 
     async def get(self, username: str, name: str) -> Webhook:
         """``WebhookNotFound`` also when ``name`` belongs to another owner."""
@@ -147,7 +171,8 @@ class WebhookService:
 
     async def delete(self, username: str, name: str) -> None:
         """Delete the webhook (ingest answers 404 for it once the change log delivers the
-        deletion), then its stats. Its events stay until retention removes them, reachable by
+        deletion), then its ``forward_url`` destination (with any delivery it still held),
+        then its stats. Its events stay until retention removes them, reachable by
         id; a new webhook with the same name starts empty (it has a new id). Buckets the stats
         processor writes afterwards for events still in flight, or stats left by a deletion
         that failed midway, go with the owner's retention."""
@@ -155,6 +180,11 @@ class WebhookService:
         await self._webhooks.delete(username, name)
         if self._publisher is not None:
             await self._publisher.webhook_deleted(username, name)
+        forward = forward_destination(name)
+        if await self._destinations.get(username, forward) is not None:
+            await self._destinations.delete(username, forward)
+            if self._publisher is not None:
+                await self._publisher.destination_deleted(username, forward)
         await self._stats.delete_webhook(webhook.id, username)
 
     async def set_active(self, username: str, name: str, active: bool) -> Webhook:

@@ -1235,7 +1235,7 @@ export interface components {
             /**
              * Max Concurrency
              * @description Deliveries in flight at once; 1: one at a time, in arrival order.
-             * @default 10
+             * @default 20
              */
             max_concurrency?: number;
             /**
@@ -2490,7 +2490,10 @@ export interface components {
         };
         /** WebhookCreate */
         WebhookCreate: {
-            /** Forward Url */
+            /**
+             * Forward Url
+             * @description Where the webhook's events go: shorthand for the route `forward_url` (unfiltered, first) to the destination `<webhook>.forward_url`, both kept in step with it (docs/owners/routes.md#forward_url); null removes them.
+             */
             forward_url?: string | null;
             /**
              * Generate Secret
@@ -2619,7 +2622,10 @@ export interface components {
          *     verification and setting a verification removes the plain secret (one of them is in use).
          */
         WebhookUpdate: {
-            /** Forward Url */
+            /**
+             * Forward Url
+             * @description Where the webhook's events go: shorthand for the route `forward_url` (unfiltered, first) to the destination `<webhook>.forward_url`, both kept in step with it (docs/owners/routes.md#forward_url); null removes them.
+             */
             forward_url?: string | null;
             /**
              * Generate Secret
