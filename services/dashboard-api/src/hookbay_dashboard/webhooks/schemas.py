@@ -43,6 +43,7 @@ FORWARD_URL = (
     "routes.md#forward_url); null removes them."
 )
 
+
 class BasicWrite(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
