@@ -280,6 +280,38 @@ class TestRoutes:
         await expect(row(page, "second")).to_have_count(0)
         assert await order() == ["first", "third"]
 
+    async def test_a_forward_urls_route_and_destination_change_only_on_the_webhook(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner, forward_url=stack.receiver.url())
+        name = hook["name"]
+        await destination(owner, "sink", stack.receiver.url())
+        await route(owner, name, "mine", "sink")
+        page = session.page
+        await session.login(owner, f"/webhooks/{name}/routes")
+        forward = row(page, "forward_url")
+        await expect(forward).to_contain_text("the webhook's forward URL")
+        await expect(forward.get_by_role("button", name="Delete forward_url")).to_have_count(0)
+        await expect(forward.get_by_role("button", name="Edit forward_url")).to_have_count(0)
+        await forward.get_by_role("button", name="Move forward_url down").click()
+        await expect(row(page, "mine").get_by_role("cell").first).to_have_text("1")
+        await expect(row(page, "mine").get_by_role("button", name="Delete mine")).to_be_visible()
+
+        await page.get_by_role("button", name="New route").click()
+        options = page.get_by_label("Destination", exact=True).locator("option")
+        await expect(options).to_have_text(["sink"])  # not the forward URL's
+
+        await forward.get_by_role("link", name=f"{name}.forward_url").click()
+        await expect(page.get_by_text("The forward URL of webhook")).to_be_visible()
+        await expect(page.get_by_role("button", name=f"Delete {name}.forward_url")).to_have_count(0)
+        await expect(page.get_by_label("URL", exact=True)).to_have_attribute("readonly", "")
+        await page.get_by_role("button", name=f"Pause {name}.forward_url").click()
+        await page.get_by_role("button", name="Pause destination").click()
+        await expect(page.get_by_test_id("destination-state")).to_contain_text("Paused")
+        paused = await read(owner, f"/api/v1/destinations/{name}.forward_url")
+        assert paused["state"] == "paused"
+
 
 class TestDeliveries:
     async def test_an_events_deliveries_are_rows_on_its_page(

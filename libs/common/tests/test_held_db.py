@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from hookbay_common.clock import utcnow
@@ -93,3 +94,38 @@ class TestHoldRepository:
         assert await stored(db, dest) == []
         assert dest not in await repo.holding()
         assert await repo.append(dest, tasks(1), held_at=utcnow()) == 0
+
+
+class TestExpiry:
+    """Retention of held tasks: those held before a cut-off go, in time order, from the head."""
+
+    async def test_tasks_held_before_the_cut_off_go_and_the_drain_skips_them(
+        self, db: Database
+    ) -> None:
+        repo, dest = HoldRepository(db), unique_name("dst_")
+        old, new = utcnow() - timedelta(days=10), utcnow()
+        for i in range(0, 130, 16):
+            await repo.append(dest, tasks(min(16, 130 - i), i), held_at=old)
+        await repo.append(dest, tasks(5, 130), held_at=new)
+        cut = new - timedelta(days=1)
+        assert await repo.expire(dest, cut, dry=True) == 130
+        assert len(await stored(db, dest)) == 135  # a dry run deletes nothing
+        assert await repo.expire(dest, cut) == 130
+        assert [d["seq"] for d in await stored(db, dest)] == list(range(130, 135))
+        assert [h.seq for h in await repo.read(dest, after=-1, limit=10)] == list(range(130, 135))
+        state = await repo.state(dest)
+        assert (state.head, state.count, state.oldest_held_at) == (0, 135, new.replace(
+            microsecond=new.microsecond // 1000 * 1000))  # fmt: skip
+        assert await repo.expire(dest, cut) == 0
+        await repo.advance(dest, 135)  # the drain delivered the rest: the lane is empty
+        assert dest not in await repo.holding()
+
+    async def test_a_lane_whose_every_task_expired_is_empty(self, db: Database) -> None:
+        repo, dest = HoldRepository(db), unique_name("dst_")
+        await repo.append(dest, tasks(3), held_at=utcnow() - timedelta(days=40))
+        await repo.advance(dest, 1)  # one delivered before its destination was paused
+        assert await repo.expire(dest, utcnow() - timedelta(days=30)) == 2
+        state = await repo.state(dest)
+        assert (state.head, state.count, state.oldest_held_at) == (3, 0, None)
+        assert dest not in await repo.holding()
+        assert await HoldRepository(db).append(dest, tasks(1, 3), held_at=utcnow()) == 3

@@ -102,6 +102,18 @@ class TestManaged:
             assert "forward_url" in body["message"]
         assert await routes(owner) == [("forward_url", "orders.forward_url", True, None)]
 
+    async def test_its_place_in_the_list_is_the_owners(self, dashboard: Dashboard) -> None:
+        owner = await forwarding(dashboard)
+        await owner.client.post(DESTINATIONS, json={"name": "billing", "url": SECOND})
+        await owner.client.post(
+            f"{HOOKS}/orders/routes", json={"name": "bill", "destination": "billing"}
+        )
+        moved = await owner.client.patch(f"{HOOKS}/orders/routes/forward_url", json={"position": 1})
+        assert moved.status_code == 200, moved.text
+        changed = await owner.client.patch(f"{HOOKS}/orders", json={"forward_url": SECOND})
+        assert changed.status_code == 200
+        assert [name for name, *_ in await routes(owner)] == ["bill", "forward_url"]
+
     async def test_its_url_changes_only_through_the_webhook(self, dashboard: Dashboard) -> None:
         owner = await forwarding(dashboard)
         path = f"{DESTINATIONS}/orders.forward_url"

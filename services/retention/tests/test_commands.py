@@ -65,7 +65,7 @@ class TestRetentionRun:
         )
         assert owners[pro.username] == {
             "username": pro.username, "plan": "pro", "retention_days": None, "cutoff": None,
-            "events": 0, "attempts": 0, "stats_days": 0,
+            "events": 0, "attempts": 0, "stats_days": 0, "held": 0,
         }  # fmt: skip
         assert await stored_ids(rdb, Collections.EVENTS) == events
         # stderr is not a terminal: the job's JSON log lines

@@ -13,7 +13,9 @@ import pytest
 from hookbay_common.clock import utcnow
 from hookbay_common.db import (
     AttemptRepository,
+    DestinationRepository,
     EventRepository,
+    HoldRepository,
     LockRepository,
     SessionRepository,
     StatsRepository,
@@ -27,7 +29,13 @@ from hookbay_common.models import Session
 from hookbay_common.plans import PlanBook, load_plans
 from hookbay_common.secrets_box import SecretBox
 from hookbay_retention.service import LOCK_NAME, OwnerReport, RetentionJob
-from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook, unique_name
+from tests.support.factories import (
+    TEST_SECRET_KEY,
+    create_destination,
+    create_user,
+    create_webhook,
+    unique_name,
+)
 from tests.support.retention import (
     create_owner,
     days_ago,
@@ -60,7 +68,7 @@ def make_job(rdb: Database, plans: PlanBook) -> MakeJob:
         return RetentionJob(
             UserRepository(rdb), EventRepository(rdb), AttemptRepository(rdb),
             SessionRepository(rdb), LockRepository(rdb), plans, stats=StatsRepository(rdb),
-            **{"batch_size": 1000, "lease": 60.0, "lock_wait": 0.0, **options},  # type: ignore[arg-type]
+            holds=HoldRepository(rdb), **{"batch_size": 1000, "lease": 60.0, "lock_wait": 0.0, **options},  # type: ignore[arg-type]
         )  # fmt: skip
 
     return make
@@ -386,3 +394,36 @@ class TestStats:
             today - 50, today - 45, today - 2,
         ]  # fmt: skip
         assert await minute_days(rdb, free.username) == [today - 50, today - 45, today - 2]
+
+
+class TestHeld:
+    async def test_deliveries_held_before_the_cutoff_go_per_owner_plan(
+        self, rdb: Database, make_job: MakeJob
+    ) -> None:
+        """Free (30 d): held 40 days ago goes, held a day ago stays and is still drained;
+        pro keeps everything; a dry run counts and deletes nothing."""
+        now = utcnow()
+        free = await create_owner(rdb, "free", [])
+        pro = await create_owner(rdb, "pro", [])
+        holds = HoldRepository(rdb)
+        lanes = {}
+        for owner in (free, pro):
+            destination = create_destination(username=owner.username)
+            await DestinationRepository(rdb, SecretBox(TEST_SECRET_KEY)).create(destination)
+            await holds.append(destination.id, [b"old-1", b"old-2"], held_at=days_ago(now, 40))
+            await holds.append(destination.id, [b"new"], held_at=days_ago(now, 1))
+            lanes[owner.username] = destination.id
+
+        dry = await make_job().dry_run(now=now)
+        assert by_owner(dry.owners)[free.username].held == 2
+        assert (await holds.state(lanes[free.username])).count == 3
+
+        report = await make_job().run(now=now)
+
+        assert (by_owner(report.owners)[free.username].held, report.held) == (2, 2)
+        assert report.to_dict()["held"] == 2
+        kept = await holds.read(lanes[free.username], after=-1, limit=10)
+        assert [h.task for h in kept] == [b"new"]
+        everything = await holds.read(lanes[pro.username], after=-1, limit=10)
+        assert [h.task for h in everything] == [b"old-1", b"old-2", b"new"]
+        assert (await make_job().run(now=now)).held == 0

@@ -87,17 +87,19 @@ def _summary(console: Console, report: RetentionReport) -> None:
     rows = [
         (
             o.username, o.plan, isoformat(o.cutoff) if o.cutoff else None, o.events, o.attempts,
-            o.stats_days,
+            o.stats_days, o.held,
         )
         for o in report.owners
-        if o.events or o.attempts or o.stats_days
+        if o.events or o.attempts or o.stats_days or o.held
     ]  # fmt: skip
     if rows:
-        table(console, ("USERNAME", "PLAN", "CUT-OFF", "EVENTS", "ATTEMPTS", "STATS DAYS"), rows)
+        headers = ("USERNAME", "PLAN", "CUT-OFF", "EVENTS", "ATTEMPTS", "STATS DAYS", "HELD")
+        table(console, headers, rows)
     console.print(
         f"{verb} {report.events} events and {report.attempts} attempts of {len(rows)} owners"
         f" ({len(report.owners)} checked), {report.stats_days} days of stats,"
-        f" {report.sessions} expired sessions in {report.duration:.1f} s"
+        f" {report.held} held deliveries, {report.sessions} expired sessions"
+        f" in {report.duration:.1f} s"
     )
 
 

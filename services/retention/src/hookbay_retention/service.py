@@ -22,6 +22,10 @@ Stats (``hookbay_common.db.stats``) go by UTC day, after the owner's events: a d
 hour buckets are deleted once the whole day is older than the cut-off (so they outlive the events
 of that day by less than a day), each day by equality on (owner, day).
 
+Deliveries held for the owner's paused or disabled destinations (``hookbay_common.db.held``)
+go last: those held before the cut-off, whose events are older still (an event is held after
+it arrives), page by page from each lane's head, by equality on (destination, page).
+
 Running time grows with what is deleted, not with what is kept: every statement is an equality
 match on indexed fields (on the embedded store too: deploy/local/ferretdb/indexes.sql).
 """
@@ -45,6 +49,7 @@ from hookbay_common.clock import isoformat, utcnow
 from hookbay_common.db import (
     AttemptRepository,
     EventRepository,
+    HoldRepository,
     LockRepository,
     SessionRepository,
     StatsRepository,
@@ -80,6 +85,8 @@ class OwnerReport:
     events: int
     attempts: int
     stats_days: int = 0
+    held: int = 0
+    """Deliveries held (for a paused or disabled destination) since before the cut-off."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +97,7 @@ class OwnerReport:
             "events": self.events,
             "attempts": self.attempts,
             "stats_days": self.stats_days,
+            "held": self.held,
         }
 
 
@@ -137,6 +145,10 @@ class RetentionReport:
     def stats_days(self) -> int:
         return sum(o.stats_days for o in self.owners)
 
+    @property
+    def held(self) -> int:
+        return sum(o.held for o in self.owners)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": "done",
@@ -147,6 +159,7 @@ class RetentionReport:
             "events": self.events,
             "attempts": self.attempts,
             "stats_days": self.stats_days,
+            "held": self.held,
             "sessions": self.sessions,
             "timings": self.timings.to_dict(),
             "owners": [o.to_dict() for o in self.owners],
@@ -194,6 +207,7 @@ class RetentionJob:
         plans: PlanBook,
         *,
         stats: StatsRepository,
+        holds: HoldRepository | None = None,
         batch_size: int = 1000,
         lease: float = 60.0,
         lock_wait: float = 0.0,
@@ -204,6 +218,7 @@ class RetentionJob:
         self._attempts = attempts
         self._sessions = sessions
         self._stats = stats
+        self._holds = holds
         self._locks = locks
         self._plans = plans
         self._batch_size = batch_size
@@ -257,7 +272,7 @@ class RetentionJob:
         report.duration = time.monotonic() - begun
         log.info(
             "retention_finished", dry_run=dry, events=report.events, attempts=report.attempts,
-            stats_days=report.stats_days, sessions=report.sessions, duration_seconds=round(report.duration, 3),
+            stats_days=report.stats_days, held=report.held, sessions=report.sessions, duration_seconds=round(report.duration, 3),
             **report.timings.to_dict(),
         )  # fmt: skip
         return report
@@ -301,8 +316,11 @@ class RetentionJob:
                     )  # fmt: skip
                     await self._renew(force=True)
         stats_days = await self._stats_days(username, cutoff, dry=dry)
-        owner = OwnerReport(username, plan_name, days, cutoff, events, attempts, stats_days)
-        if events or attempts or stats_days or dry:
+        held = 0
+        if self._holds is not None:
+            held = await self._holds.expire_owner(username, cutoff, dry=dry)
+        owner = OwnerReport(username, plan_name, days, cutoff, events, attempts, stats_days, held)
+        if events or attempts or stats_days or held or dry:
             log.info("retention_owner", dry_run=dry, **owner.to_dict())
         return owner
 
@@ -368,7 +386,7 @@ class RetentionJob:
 def build_job(db: Database, plans: PlanBook, settings: RetentionSettings) -> RetentionJob:
     return RetentionJob(
         UserRepository(db), EventRepository(db), AttemptRepository(db), SessionRepository(db),
-        LockRepository(db), plans, stats=StatsRepository(db),
+        LockRepository(db), plans, stats=StatsRepository(db), holds=HoldRepository(db),
         batch_size=settings.retention_batch_size,
         lease=settings.retention_lease, lock_wait=settings.retention_lock_wait,
     )  # fmt: skip

@@ -40,16 +40,14 @@ def forward_webhook(destination_name: str) -> str | None:
 
 
 def in_step(webhook: Webhook) -> bool:
-    """Whether the webhook's routes say what its ``forward_url`` says: a first route named
-    ``forward_url`` exactly when it has one (its destination's URL is checked by the writer)."""
+    """Whether the webhook's routes say what its ``forward_url`` says: a route named
+    ``forward_url`` exactly when it has one (its destination's URL is checked by the writer).
+    Where it stands is the owner's: it is put first when made, and other routes may be moved
+    above it."""
     forward = webhook.route(FORWARD_ROUTE)
     if webhook.forward_url is None:
         return forward is None
-    return (
-        forward is not None
-        and webhook.routes[0] is forward
-        and _in_step_route(forward, forward_destination(webhook.name))
-    )
+    return forward is not None and _in_step_route(forward, forward_destination(webhook.name))
 
 
 @dataclass(frozen=True)
@@ -125,19 +123,22 @@ async def _destination_at(
 
 
 def _routes(webhook: Webhook, forward_url: str | None, name: str) -> list[Route]:
-    """The webhook's routes with the forward route first (kept when it is already right, so its
-    id, and the ids of deliveries made over it, stay), or without it."""
-    others = [route for route in webhook.routes if route.name != FORWARD_ROUTE]
+    """The webhook's routes with the forward route (made first; one already there keeps its
+    place and its id, so the ids of deliveries made over it stay), or without it."""
     if forward_url is None:
-        return others
+        return [route for route in webhook.routes if route.name != FORWARD_ROUTE]
     current = webhook.route(FORWARD_ROUTE)
-    if current is None or not _in_step_route(current, name):
-        now = utcnow()
-        current = Route(
-            id=current.id if current is not None else new_id(IdPrefix.ROUTE),
-            name=FORWARD_ROUTE, destination=name, created_at=now, updated_at=now,
+    now = utcnow()
+    if current is None:
+        made = Route(
+            id=new_id(IdPrefix.ROUTE), name=FORWARD_ROUTE, destination=name,
+            created_at=now, updated_at=now,
         )  # fmt: skip
-    return [current, *others]
+        return [made, *webhook.routes]
+    fixed = current.model_copy(
+        update={"destination": name, "enabled": True, "filter": None, "updated_at": now}
+    )
+    return [fixed if route is current else route for route in webhook.routes]
 
 
 def _in_step_route(route: Route, destination: str) -> bool:

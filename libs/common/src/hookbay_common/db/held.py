@@ -76,6 +76,7 @@ class HoldRepository:
     def __init__(self, db: Database) -> None:
         self._held = db[Collections.HELD_DELIVERIES]
         self._lanes = db[Collections.HELD_LANES]
+        self._destinations = db[Collections.DESTINATIONS]
         self._next: dict[str, int] = {}
         self._write = asyncio.Lock()
 
@@ -176,6 +177,46 @@ class HoldRepository:
             except PyMongoError as exc:
                 raise HoldStoreError(str(exc)) from exc
 
+    async def expire(self, destination: str, before: datetime, *, dry: bool = False) -> int:
+        """Delete (or, ``dry``, count) the tasks ``destination`` has held since before
+        ``before`` (retention: their events are older than their owner's plan keeps); how many.
+        Tasks are held in time order, so it goes page by page from the lane's head and stops at
+        the first page holding a later task. The drain skips the seqs they leave, and its head
+        moves past them as past delivered ones; when every task held expired, the head moves
+        to the end here (never backwards: the lane's own advances are ``$max`` too)."""
+        try:
+            lane = await self._lanes.find_one({"_id": destination})
+            if lane is None:
+                return 0
+            head, high = int(lane.get("head", 0)), int(lane["next"])
+            expired, later = 0, False
+            for page in range(head // HELD_PAGE_SIZE, (high - 1) // HELD_PAGE_SIZE + 1):
+                on_page = {"destination": destination, "page": page}
+                found = self._held.find(on_page, {"seq": 1, "held_at": 1})
+                times = [doc["held_at"] async for doc in found if int(doc["seq"]) >= head]
+                old = sum(1 for at in times if at < before)
+                expired += old
+                later = old < len(times)
+                if old and not dry:
+                    async with self._write:
+                        await self._held.delete_many({**on_page, "held_at": {"$lt": before}})
+                if later:
+                    break
+            if expired and not later and not dry:
+                async with self._write:
+                    await self._lanes.update_one({"_id": destination}, {"$max": {"head": high}})
+                    await self._lanes.update_one(
+                        {"_id": destination, "next": high}, {"$set": {"held": False}}
+                    )
+            return expired
+        except PyMongoError as exc:
+            raise HoldStoreError(str(exc)) from exc
+
+    async def expire_owner(self, username: str, before: datetime, *, dry: bool = False) -> int:
+        """``expire`` for every destination of ``username``; how many tasks in all."""
+        destinations = self._destinations.find({"username": username}, {"_id": 1})
+        return sum([await self.expire(doc["_id"], before, dry=dry) async for doc in destinations])
+
     async def state(self, destination: str) -> HoldState:
         try:
             lane = await self._lanes.find_one({"_id": destination})
@@ -185,10 +226,24 @@ class HoldRepository:
             oldest = None
             if high > head:
                 doc = await self._held.find_one({"_id": _held_id(destination, head)})
-                oldest = doc["held_at"] if doc else None
+                oldest = doc["held_at"] if doc else await self._oldest(destination, head, high)
             return HoldState(head, high, oldest)
         except PyMongoError as exc:
             raise HoldStoreError(str(exc)) from exc
+
+    async def _oldest(self, destination: str, head: int, high: int) -> datetime | None:
+        """The earliest ``held_at`` from ``head`` on when the head's task is gone (expired by
+        retention, or being advanced past): the first page from the head holding any."""
+        for page in range(head // HELD_PAGE_SIZE, (high - 1) // HELD_PAGE_SIZE + 1):
+            on_page = {"destination": destination, "page": page}
+            times: list[datetime] = [
+                doc["held_at"]
+                async for doc in self._held.find(on_page, {"held_at": 1, "seq": 1})
+                if int(doc["seq"]) >= head
+            ]
+            if times:
+                return min(times)
+        return None
 
     async def drop(self, destination: str) -> None:
         """Forget everything ``destination`` holds (the destination or its owner was deleted)."""

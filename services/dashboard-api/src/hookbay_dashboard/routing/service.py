@@ -141,11 +141,11 @@ class RouteService:
         self, username: str, webhook_name: str, name: str, write: RouteUpdate
     ) -> tuple[Webhook, int]:
         """Change the fields sent; nothing sent reads the route. The route ``forward_url``
-        is its webhook's ``forward_url``'s (``ForwardUrlManaged``)."""
+        is its webhook's ``forward_url``'s: only its ``position`` moves (``ForwardUrlManaged``)."""
         await self.get(username, webhook_name, name)  # 404s before the fields
-        if name == FORWARD_ROUTE:
-            raise ForwardUrlManaged(webhook_name, f"route {name!r}")
         sent = write.model_fields_set & {"destination", "enabled", "filter", "position"}
+        if name == FORWARD_ROUTE and sent - {"position"}:
+            raise ForwardUrlManaged(webhook_name, f"route {name!r}")
         if "destination" in sent and write.destination is not None:
             await self._check_destination(username, write.destination)
         if "filter" in sent:

@@ -4,7 +4,7 @@ import { ApiError } from "../../api/client";
 import { ErrorText, Loading, Time } from "../../components/ui";
 import { NotFound } from "../../pages/Errors";
 import { DestinationActions } from "./actions";
-import { destinationQuery } from "./api";
+import { destinationQuery, forwardWebhook } from "./api";
 import { DestinationForm } from "./DestinationForm";
 import { rateText, StateBadge } from "./StateBadge";
 
@@ -39,6 +39,16 @@ export function DestinationDetail() {
               />
             </div>
           </div>
+          {forwardWebhook(data.name) !== null && (
+            <p className="text-sm text-muted">
+              The forward URL of webhook{" "}
+              <Link to="/webhooks/$name/routes" params={{ name: forwardWebhook(data.name) ?? "" }}>
+                {forwardWebhook(data.name)}
+              </Link>
+              : its URL is set on the webhook, and it goes when the forward URL is removed. Its
+              other settings, pause and resume are yours.
+            </p>
+          )}
           <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 rounded-lg border border-line bg-panel p-4 text-sm">
             <dt className="font-medium">URL</dt>
             <dd className="break-all font-mono">{data.url}</dd>

@@ -5,7 +5,7 @@ import type { Destination } from "../../api/types";
 import { Button, ErrorText, inputClass } from "../../components/ui";
 import { announce } from "../../lib/announce";
 import { nameProblem } from "../../pages/Webhooks";
-import { MASK } from "./api";
+import { forwardWebhook, MASK } from "./api";
 
 type Period = "second" | "minute" | "hour";
 type HeaderRow = { key: number; name: string; value: string };
@@ -121,6 +121,7 @@ export function DestinationForm({
     (value: Draft[K]) =>
       setD((old) => ({ ...old, [key]: value }));
   const creating = destination === null;
+  const managed = destination !== null && forwardWebhook(destination.name) !== null;
   const localName = creating && touched ? nameProblem(d.name) : null;
   const save = useMutation({
     mutationFn: (): Promise<Destination> =>
@@ -193,6 +194,8 @@ export function DestinationForm({
               type="url"
               placeholder="https://example.com/hooks"
               value={d.url}
+              readOnly={managed}
+              title={managed ? "Set on the webhook (its forward URL)" : undefined}
               onChange={(e) => set("url")(e.target.value)}
             />
           )}

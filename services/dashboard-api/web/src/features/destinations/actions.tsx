@@ -5,6 +5,7 @@ import { ApiError, api, call } from "../../api/client";
 import type { Destination } from "../../api/types";
 import { Button, Confirm, ErrorText } from "../../components/ui";
 import { announce } from "../../lib/announce";
+import { forwardWebhook } from "./api";
 
 type Ask = "pause" | "resume" | "delete" | null;
 
@@ -84,9 +85,11 @@ export function DestinationActions({
           {destination.state === "disabled" ? "Re-enable" : "Resume"}
         </Button>
       )}
-      <Button variant="danger" onClick={() => setAsk("delete")} aria-label={`Delete ${dest}`}>
-        Delete
-      </Button>
+      {forwardWebhook(dest) === null && (
+        <Button variant="danger" onClick={() => setAsk("delete")} aria-label={`Delete ${dest}`}>
+          Delete
+        </Button>
+      )}
       <Confirm
         open={ask === "pause" || ask === "resume"}
         title={ask === "pause" ? `Pause ${dest}?` : `Resume ${dest}?`}

@@ -17,3 +17,12 @@ export function destinationQuery(dest: string) {
 
 /** What the write-only header values read as; sent back, it keeps the stored value. */
 export const MASK = "********";
+
+/** The webhook whose `forward_url` destination `name` is (`<webhook>.forward_url`), else null:
+ * its URL is set on the webhook, and it is deleted with it. */
+export function forwardWebhook(name: string): string | null {
+  return name.endsWith(".forward_url") ? name.slice(0, -".forward_url".length) : null;
+}
+
+/** The route a webhook's `forward_url` stands for. */
+export const FORWARD_ROUTE = "forward_url";

@@ -6,7 +6,7 @@ import type { Route } from "../../api/types";
 import { Button, ErrorText, inputClass } from "../../components/ui";
 import { announce } from "../../lib/announce";
 import { nameProblem } from "../../pages/Webhooks";
-import { destinationsQuery } from "../destinations/api";
+import { destinationsQuery, forwardWebhook } from "../destinations/api";
 import { dryRunQuery } from "./api";
 import { DryRunPanel } from "./DryRunPanel";
 import { parseFilter } from "./json";
@@ -63,7 +63,8 @@ export function RouteEditor({
     enabled: settledParse.ok,
   });
 
-  const destinationChoice = destination || destinations.data?.[0]?.name || "";
+  const choices = (destinations.data ?? []).filter((d) => forwardWebhook(d.name) === null);
+  const destinationChoice = destination || choices[0]?.name || "";
   const save = useMutation({
     mutationFn: (): Promise<Route> => {
       const filter = parsed.ok ? parsed.filter : null;
@@ -150,14 +151,14 @@ export function RouteEditor({
             aria-invalid={destinationRefusal !== null}
             aria-describedby={destinationRefusal ? `${ids.name}-dest-problem` : undefined}
           >
-            {destinations.data?.map((d) => (
+            {choices.map((d) => (
               <option key={d.id} value={d.name}>
                 {d.name}
                 {d.state === "active" ? "" : ` (${d.state})`}
               </option>
             ))}
           </select>
-          {destinations.data?.length === 0 && (
+          {destinations.data !== undefined && choices.length === 0 && (
             <span className="text-muted">
               No destinations yet: <Link to="/destinations">create one</Link> first.
             </span>

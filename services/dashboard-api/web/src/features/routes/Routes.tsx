@@ -6,6 +6,7 @@ import type { Route } from "../../api/types";
 import { Button, Confirm, Empty, ErrorText, Loading } from "../../components/ui";
 import { announce } from "../../lib/announce";
 import { NotFound } from "../../pages/Errors";
+import { FORWARD_ROUTE } from "../destinations/api";
 import { filterSummary, routesQuery } from "./api";
 import { RouteEditor } from "./RouteEditor";
 
@@ -134,27 +135,35 @@ export function Routes() {
                     >
                       ↓
                     </Button>
-                    <Button
-                      aria-label={`${r.enabled ? "Disable" : "Enable"} ${r.name}`}
-                      disabled={change.isPending}
-                      onClick={() => change.mutate({ route: r, body: { enabled: !r.enabled } })}
-                    >
-                      {r.enabled ? "Disable" : "Enable"}
-                    </Button>
-                    <Button
-                      aria-label={`Edit ${r.name}`}
-                      disabled={editing !== null}
-                      onClick={() => setEditing(r)}
-                    >
-                      Edit
-                    </Button>
-                    <Button
-                      variant="danger"
-                      aria-label={`Delete ${r.name}`}
-                      onClick={() => setDeleting(r)}
-                    >
-                      Delete
-                    </Button>
+                    {r.name === FORWARD_ROUTE ? (
+                      <span className="self-center text-xs text-muted">
+                        the webhook's forward URL: change it on the webhook
+                      </span>
+                    ) : (
+                      <>
+                        <Button
+                          aria-label={`${r.enabled ? "Disable" : "Enable"} ${r.name}`}
+                          disabled={change.isPending}
+                          onClick={() => change.mutate({ route: r, body: { enabled: !r.enabled } })}
+                        >
+                          {r.enabled ? "Disable" : "Enable"}
+                        </Button>
+                        <Button
+                          aria-label={`Edit ${r.name}`}
+                          disabled={editing !== null}
+                          onClick={() => setEditing(r)}
+                        >
+                          Edit
+                        </Button>
+                        <Button
+                          variant="danger"
+                          aria-label={`Delete ${r.name}`}
+                          onClick={() => setDeleting(r)}
+                        >
+                          Delete
+                        </Button>
+                      </>
+                    )}
                   </div>
                 </td>
               </tr>
