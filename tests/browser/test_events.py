@@ -140,7 +140,9 @@ class TestReplay:
         await page.get_by_role("link", name="Replay failed").click()
         start = page.get_by_role("button", name="Replay 3 failed events")
         # the forward URL is the route ``forward_url``: its filter-less route is replayed
-        await expect(page.get_by_text("will be delivered again to routes forward_url")).to_be_visible()
+        await expect(
+            page.get_by_text("will be delivered again to routes forward_url")
+        ).to_be_visible()
         await start.click()
 
         await expect(page).to_have_url(re.compile(r"/replay\?job=rpj_"))
