@@ -223,6 +223,30 @@ class TestRoutedDelivery:
             await stack.event(owner, "serial", request_id, "success", 1)
         assert event_ids(stack.receiver, url) == [e["id"] for e in events]
 
+    async def test_an_attempt_running_long_shows_delivering_then_its_end(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        gate = asyncio.Event()
+        url = stack.receiver.url(Reply(gate=gate))
+        await make(owner, "/webhooks", {"name": "slow"})
+        await make(owner, "/destinations", {"name": "slow", "url": url, "timeout_s": 60})
+        await make(owner, "/webhooks/slow/routes", {"name": "only", "destination": "slow"})
+        await stack.routed(owner, "slow")
+        request_id = await stack.send(owner, "slow", b"{}")
+        try:
+            running = await stack.event(owner, "slow", request_id, "pending", 1)
+
+            async def delivering() -> bool:
+                found = await owner.client.get(f"/api/v1/events/{running['id']}")
+                return bool(found.json()["deliveries"][0]["status"] == "delivering")
+
+            await until(delivering, 60, interval=0.1, what="the delivery shows delivering")
+        finally:
+            gate.set()
+        done = await stack.event(owner, "slow", request_id, "success", 1)
+        assert done["deliveries"][0]["status"] == "success"
+
 
 class TestRoutedReplay:
     async def test_a_replay_routes_again_and_its_deliveries_alone_give_the_status(

@@ -5,11 +5,13 @@ and ``Retry-After``; which topic a retry waits in; a deleted destination's deliv
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
@@ -23,7 +25,8 @@ from hookbay_common.wire import (
     is_delivery_record,
 )
 from hookbay_forwarder.delivery.deliverer import Outcome
-from hookbay_forwarder.gateway.deliver import DestinationDelivery
+from hookbay_forwarder.gateway.clock import ManualClock
+from hookbay_forwarder.gateway.deliver import DELIVERING_AFTER, DestinationDelivery
 from hookbay_forwarder.writes import Message
 from tests.support.factories import create_destination, create_destination_task
 
@@ -168,3 +171,82 @@ class TestDestinationDelivery:
         scheduled = gone.model_copy(update={"status": DeliveryStatus.SCHEDULED})
         assert gone.chain == retried.chain_id
         assert gone.supersedes(scheduled)
+
+
+class Gated(Scripted):
+    """Answers like ``Scripted`` once ``gate`` is set."""
+
+    def __init__(self, *outcomes: dict[str, Any]) -> None:
+        super().__init__(*outcomes)
+        self.gate = asyncio.Event()
+
+    async def attempt(
+        self, task: DeliveryTask, *, within: float | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Outcome:  # fmt: skip
+        await self.gate.wait()
+        return await super().attempt(task, within=within, extra_headers=extra_headers)
+
+
+class TestDelivering:
+    def deliver(self, deliverer: Scripted, destination: Destination) -> tuple[
+        DestinationDelivery, Written, ManualClock
+    ]:  # fmt: skip
+        written, clock = Written(), ManualClock()
+        deliver = DestinationDelivery(
+            Destinations(destination), deliverer, written, TOPICS,  # type: ignore[arg-type]
+            schedule=SCHEDULE, jitter=0.0, rng=random.Random(1), clock=clock,
+            delivering_after=DELIVERING_AFTER,
+        )  # fmt: skip
+        return deliver, written, clock
+
+    async def test_an_attempt_running_long_is_recorded_delivering_and_its_end_stands_over_it(
+        self,
+    ) -> None:
+        slow = create_destination()
+        deliverer = Gated({"status_code": 503})
+        deliver, written, clock = self.deliver(deliverer, slow)
+        task = create_destination_task(destination=slow.id)
+        running = asyncio.ensure_future(deliver(task))
+        await clock.advance(DELIVERING_AFTER - 0.001)
+        assert written.messages == []
+        await clock.advance(0.001)
+        (first,) = written.messages
+        delivering = decode_delivery(first.value)
+        assert (delivering.id, delivering.status, delivering.destination, delivering.chain) == (
+            task.delivery_id, DeliveryStatus.DELIVERING, slow.name, task.chain_id,
+        )  # fmt: skip
+        assert first.key == task.event.id.encode()
+        assert not running.done()
+
+        deliverer.gate.set()
+        assert await running == "retry"
+        scheduled = decode_attempt(written.messages[1].value).as_delivery()
+        assert scheduled is not None
+        assert scheduled.status is DeliveryStatus.SCHEDULED
+        assert scheduled.supersedes(delivering)  # the retry's wait, not a stale "delivering"
+        assert not delivering.supersedes(scheduled)
+
+    async def test_an_attempt_ending_sooner_writes_nothing_more(self) -> None:
+        quick = create_destination()
+        deliverer = Gated({"status_code": 200})
+        deliver, written, clock = self.deliver(deliverer, quick)
+        running = asyncio.ensure_future(deliver(create_destination_task(destination=quick.id)))
+        await clock.advance(1.0)
+        deliverer.gate.set()
+        assert await running == "success"
+        await clock.advance(10.0)
+        (only,) = written.messages
+        assert not is_delivery_record(only.value)
+
+    async def test_a_stopping_lane_cancels_the_attempt(self) -> None:
+        hanging = create_destination()
+        deliverer = Gated({"status_code": 200})
+        deliver, written, clock = self.deliver(deliverer, hanging)
+        running = asyncio.ensure_future(deliver(create_destination_task(destination=hanging.id)))
+        await clock.advance(0.5)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        await clock.advance(10.0)
+        assert written.messages == []

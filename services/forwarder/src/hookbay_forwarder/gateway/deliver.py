@@ -13,14 +13,23 @@ lane waits out any remainder (a destination's own schedule need not match the ti
 shorter than every tier goes straight back to the deliveries topic.
 
 A destination deleted since the task was made: the delivery fails with that reason.
+
+An attempt still running after ``DELIVERING_AFTER`` seconds (on the lanes' clock) gets a
+``delivering`` record, so a slow or hanging destination shows what it is doing; an attempt that
+ends sooner (nearly all of them) writes nothing more. The record is dated a millisecond before
+the attempt began, so the attempt's own record (dated at its start) stands over it whatever it
+says, ``scheduled`` for a retry included (``Delivery.supersedes``: the later ``at`` among
+unfinished statuses).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from datetime import datetime, timedelta
+from typing import Final, Protocol
 
 from hookbay_common.clock import utcnow
 from hookbay_common.logs import get_logger
@@ -43,10 +52,14 @@ from hookbay_forwarder.delivery.retry import (
     is_retryable,
     parse_retry_after,
 )
+from hookbay_forwarder.gateway.clock import Clock, SystemClock
 from hookbay_forwarder.writes import Message
 
 log = get_logger("hookbay.forwarder")
 Write = Callable[[Sequence[Message]], Awaitable[None]]
+
+DELIVERING_AFTER: Final = 2.0
+"""Seconds an attempt runs before its delivery is recorded ``delivering``."""
 
 
 class DestinationLookup(Protocol):
@@ -64,8 +77,12 @@ class DestinationDelivery:
         schedule: tuple[float, ...],
         jitter: float,
         rng: random.Random | None = None,
+        clock: Clock | None = None,
+        delivering_after: float = DELIVERING_AFTER,
     ) -> None:
         self._view = view
+        self._clock = clock or SystemClock()
+        self._delivering_after = delivering_after
         self._deliverer = deliverer
         self._write = write
         self._topics = topics
@@ -84,10 +101,7 @@ class DestinationDelivery:
             event=task.event, chain_id=task.chain_id, trigger=task.trigger,
             number=task.attempt, url=destination.url, not_before=task.not_before,
         )  # fmt: skip
-        outcome = await self._deliverer.attempt(
-            request, within=float(destination.timeout_s),
-            extra_headers={k: v.get_secret_value() for k, v in destination.headers.items()},
-        )  # fmt: skip
+        outcome = await self._attempt(task, destination, request)
         delay = self._next_delay(destination, task, outcome)
         attempt = outcome.attempt(
             request, delay, delivery_id=task.delivery_id, route=task.route,
@@ -107,6 +121,34 @@ class DestinationDelivery:
         if outcome.status_code is not None and 200 <= outcome.status_code < 300:
             return "success"
         return "retry" if delay is not None else "failed"
+
+    async def _attempt(
+        self, task: DestinationTask, destination: Destination, request: DeliveryTask
+    ) -> Outcome:
+        """The attempt, and a ``delivering`` record if it is still running after
+        ``delivering_after`` seconds."""
+        began = utcnow()
+        running = asyncio.ensure_future(self._deliverer.attempt(
+            request, within=float(destination.timeout_s),
+            extra_headers={k: v.get_secret_value() for k, v in destination.headers.items()},
+        ))  # fmt: skip
+        timer = asyncio.ensure_future(self._clock.sleep(self._delivering_after))
+        try:
+            await asyncio.wait((running, timer), return_when=asyncio.FIRST_COMPLETED)
+            if not running.done():
+                await self._write([self._delivering(task, destination, began)])
+            return await running
+        finally:
+            timer.cancel()
+            running.cancel()  # only when this was cancelled (the lanes stopping) or a write failed
+
+    def _delivering(
+        self, task: DestinationTask, destination: Destination, began: datetime
+    ) -> Message:
+        return self._record(
+            task, destination.name, DeliveryStatus.DELIVERING, None,
+            began - timedelta(milliseconds=1),
+        )  # fmt: skip
 
     def _policy(self, destination: Destination) -> RetryPolicy:
         if destination.retry_schedule is None:
@@ -148,11 +190,19 @@ class DestinationDelivery:
     def _gone(self, task: DestinationTask) -> Message:
         """The delivery failed, in the task's chain (a retried delivery's record must stand
         over the ``scheduled`` of its retry, ``Delivery.supersedes``)."""
+        return self._record(
+            task, task.destination, DeliveryStatus.FAILED, "the destination was deleted", utcnow()
+        )
+
+    def _record(
+        self, task: DestinationTask, destination: str, status: DeliveryStatus,
+        reason: str | None, at: datetime,
+    ) -> Message:  # fmt: skip
+        """A delivery record of ``task``'s delivery, in its chain."""
         event = task.event
         delivery = Delivery(
             id=task.delivery_id, event_id=event.id, webhook_id=event.webhook_id,
-            username=event.username, route=task.route, destination=task.destination,
-            status=DeliveryStatus.FAILED, reason="the destination was deleted", at=utcnow(),
-            chain=task.chain_id,
+            username=event.username, route=task.route, destination=destination,
+            status=status, reason=reason, at=at, chain=task.chain_id,
         )  # fmt: skip
         return Message(self._topics.attempts, encode_delivery(delivery), event.id.encode())
