@@ -17,7 +17,8 @@ the provider verification cost (``scripts/bench_verification.py``, its own secti
 the ingest's CPU per request for a ``stripe`` webhook against a plain-secret one), the
 transformation engines and sandbox pool (``scripts/bench_transform.py``, its own section: no
 servers, a few minutes), the forwarder
-benchmark (``scripts/bench_forwarder.py``, its own section), the
+benchmark (``scripts/bench_forwarder.py``, its own section), the delivery lanes
+(``scripts/bench_lanes.py``, its own section: one owner's deliveries to one destination), the
 configuration propagation and CLI start-up benchmark (``scripts/bench_config.py``), the SPA's
 budgets (``scripts/bench_spa.py``: bundle sizes, a 10,000-event list in Chromium), the delivery
 stats (``scripts/bench_stats.py``: the stats processor's throughput on a 200,000-record backlog,
@@ -535,6 +536,7 @@ def run(store: list[str] | None) -> int:
     status = run_script("bench_verification.py", [], timeout=600) or status
     status = run_script("bench_transform.py", [], timeout=1200) or status
     status = run_forwarder_bench() or status
+    status = run_script("bench_lanes.py", [], timeout=1200) or status
     status = run_script("bench_config.py", [], timeout=600) or status
     status = run_script("bench_spa.py", [], timeout=1800) or status
     status = run_script("bench_stats.py", [], timeout=1800) or status

@@ -13,6 +13,7 @@ from typing import Any
 from playwright.async_api import Page, expect
 
 from tests.browser.conftest import Owner, Session, Stack
+from tests.support.receiver import Reply
 from tests.support.waiting import until
 
 ACCESSIBLE_INVALID = "true"
@@ -354,3 +355,33 @@ class TestDeliveries:
         await delivered.get_by_role("button", name="Retry the delivery over all").click()
         await expect(delivered).to_contain_text("2 (last: HTTP 200)", timeout=30_000)
         await expect(filtered).to_contain_text("filtered")
+
+    async def test_a_destinations_failed_deliveries_are_retried_from_its_page(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        url = stack.receiver.url(Reply(status=400, body=b"not yet"))  # then 200
+        await destination(owner, "flaky", url)
+        await route(owner, hook["name"], "all", "flaky")
+
+        detail: dict[str, Any] = {}
+
+        async def failed() -> bool:  # until ingest knows the route (the change log)
+            nonlocal detail
+            event = await stack.event(await stack.send(hook, b'{"n": 1}'))
+            detail = await read(owner, f"/api/v1/events/{event.id}")
+            return len(detail["deliveries"]) == 1
+
+        await until(failed, 30, interval=0.2, what="an event routed to flaky")
+        await stack.event(detail["request_id"], "failed")
+        page = session.page
+        await session.login(owner, "/destinations/flaky")
+        await page.get_by_role("button", name="Retry failed deliveries to flaky").click()
+        dialog = page.get_by_role("dialog", name="Retry failed deliveries to flaky?")
+        await dialog.get_by_role("button", name="Retry failed deliveries").click()
+        await expect(page.get_by_test_id("live-region")).to_have_text(
+            "1 failed delivery to flaky sent again"
+        )
+        await stack.event(detail["request_id"], "success")
+        assert [r.body for r in stack.receiver.received(url)] == [b'{"n": 1}'] * 2

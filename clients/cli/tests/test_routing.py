@@ -13,7 +13,7 @@ from hookbay_common.clock import utcnow
 from hookbay_common.db.events import PendingSummaries, record_batch
 from hookbay_common.models import DeliveryStatus
 from tests.support.dashboard import Dashboard, Owner
-from tests.support.factories import create_delivery, create_event, create_webhook
+from tests.support.factories import create_delivery, create_event, create_route, create_webhook
 
 from .test_main import hookbay
 
@@ -204,3 +204,31 @@ class TestRetryDelivery:
         other = {**owner_env, "HOOKBAY_TOKEN": stranger.token}
         code, _, err = await hookbay("events", "retry-delivery", failed.id, env=other)
         assert (code, "no delivery" in err) == (2, True), err
+
+    async def test_a_destinations_failed_deliveries_are_sent_again(
+        self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
+    ) -> None:
+        rt = cli_dashboard.runtime
+        await ok("destination", "create", "billing", "--url", "http://127.0.0.1:9/b", env=owner_env)
+        routes = (create_route(name="all", destination="billing"),)
+        webhook = create_webhook(username=owner.username, name="orders", routes=routes)
+        await rt.webhooks.create(webhook)
+        events = [
+            create_event(username=owner.username, webhook_id=webhook.id, webhook_name="orders",
+                         forward_url=None, routed=True, created_at=utcnow())
+            for _ in range(2)
+        ]  # fmt: skip
+        for event in events:
+            await rt.events.upsert(event)
+        failed = [create_delivery(e, route="all", destination="billing",
+                                  status=DeliveryStatus.FAILED, reason="HTTP 500") for e in events]  # fmt: skip
+        pending = PendingSummaries()
+        await record_batch(rt.events, rt.attempts, [], [], pending, failed)
+        await rt.events.summarise(pending)
+
+        done = await ok_json("destination", "retry-failed", "billing", env=owner_env)
+        assert done == {"destination": "billing", "retried": 2}
+        stranger = await cli_dashboard.owner()
+        other = {**owner_env, "HOOKBAY_TOKEN": stranger.token}
+        code, _, err = await hookbay("destination", "retry-failed", "billing", env=other)
+        assert (code, "no destination named 'billing'" in err) == (2, True), err

@@ -409,3 +409,57 @@ class TestForwardUrl:
         assert (await stack.event(owner, "legacy", before, "success", 0))["attempts"] == (
             old["attempts"]
         )
+
+    async def test_a_destinations_failed_deliveries_retried_together_and_no_others(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        broken, fixed = stack.receiver.url(then=Reply(400, b"bad")), stack.receiver.url()
+        other = stack.receiver.url(then=Reply(400, b"bad"))
+        await make(owner, "/destinations", {"name": "svc", "url": broken})
+        await make(owner, "/destinations", {"name": "other", "url": other})
+        for hook in ("one", "two"):
+            await make(owner, "/webhooks", {"name": hook})
+            await make(owner, f"/webhooks/{hook}/routes", {"name": "main", "destination": "svc"})
+        await make(owner, "/webhooks/one/routes", {"name": "side", "destination": "other"})
+        for hook in ("one", "two"):
+            await stack.routed(owner, hook)
+        sent = [
+            ("one", await stack.send(owner, "one", b'{"n": 1}'), 2),
+            ("one", await stack.send(owner, "one", b'{"n": 2}'), 2),
+            ("two", await stack.send(owner, "two", b'{"n": 3}'), 1),
+        ]
+        for hook, request_id, routes in sent:
+            await stack.event(owner, hook, request_id, "failed", routes)
+
+        missing = await (await stack.owner()).client.post("/api/v1/destinations/svc/retry-failed")
+        assert missing.status_code == 404
+        changed = await owner.client.patch("/api/v1/destinations/svc", json={"url": fixed})
+        assert changed.status_code == 200, changed.text
+        path = "/api/v1/destinations/svc/retry-failed"
+        first = await owner.client.post(path, json={"limit": 2})
+        assert first.status_code == 202, first.text
+        assert (first.json()["retried"], first.json()["next"] is not None) == (2, True)
+        rest = (await owner.client.post(path, json={"after": first.json()["next"]})).json()
+        assert (rest["retried"], rest["next"]) == (1, None)
+        bad = await owner.client.post(path, json={"after": "not-a-position"})
+        assert bad.status_code == 422
+        assert bad.json()["detail"][0]["loc"] == ["body", "after"]
+
+        two = await stack.event(owner, "two", sent[2][1], "success", 1)
+        assert [a["status_code"] for a in two["deliveries"][0]["attempts"]] == [400, 200]
+        for _, request_id, _ in sent[:2]:
+
+            async def retried(request_id: str = request_id) -> bool:
+                found = await stack.event(owner, "one", request_id, "failed", 2)
+                return {d["route"]: d["status"] for d in found["deliveries"]} == {
+                    "main": "success", "side": "failed",
+                }  # fmt: skip
+
+            await until(retried, 60, interval=0.1, what="svc delivered again, other still failed")
+        assert sorted(r.body for r in stack.receiver.received(fixed)) == [
+            b'{"n": 1}', b'{"n": 2}', b'{"n": 3}',
+        ]  # fmt: skip
+        assert len(stack.receiver.received(other)) == 2  # never retried
+        again = (await owner.client.post(path)).json()
+        assert (again["retried"], again["next"]) == (0, None)

@@ -166,7 +166,7 @@ class Services:
 
     def deliveries(self, publisher: ReplayPublisher) -> DeliveryService:
         s = self.stores
-        return DeliveryService(s.events, s.destinations, publisher)
+        return DeliveryService(s.events, s.destinations, s.webhooks, publisher)
 
     def stats(self) -> StatsService:
         return StatsService(self.stores.webhooks, self.stores.stats)

@@ -269,6 +269,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/destinations/{dest}/retry-failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry Failed Deliveries
+         * @description Retry every delivery to this destination still failed in its event's latest routing,
+         *     over the failed events of your webhooks whose routes name it now, oldest first: each as
+         *     ``POST /deliveries/{id}/retry`` does (a new attempt chain to the destination as it is now;
+         *     held while it is paused). At most ``limit`` deliveries per call; while ``next`` is not null,
+         *     send it as ``after`` to go on over the same events (those failed before the first call).
+         *     Answered once Kafka holds them; 404 for a destination you do not have; 422 for an ``after``
+         *     this endpoint did not give; 503 while Kafka is unreachable (those published before stay
+         *     queued).
+         */
+        post: operations["retry_failed_deliveries_api_v1_destinations__dest__retry_failed_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/{event_id}": {
         parameters: {
             query?: never;
@@ -1609,6 +1636,38 @@ export interface components {
             result: components["schemas"]["VerificationResult"];
             secret?: components["schemas"]["MatchedSecret"] | null;
             type: components["schemas"]["VerificationType"];
+        };
+        /**
+         * FailedRetried
+         * @description A destination's failed deliveries durably queued again on Kafka.
+         */
+        FailedRetried: {
+            /** Destination */
+            destination: string;
+            /**
+             * Next
+             * @description Where this call stopped (the limit, or the number of failed events one call reads, was reached): send it as after to go on; null when every one was seen.
+             */
+            next: string | null;
+            /**
+             * Retried
+             * @description Deliveries queued again (each a new attempt chain).
+             */
+            retried: number;
+        };
+        /** FailedRetryRequest */
+        FailedRetryRequest: {
+            /**
+             * After
+             * @description The previous answer's next: go on where it stopped, over the same events.
+             */
+            after?: string | null;
+            /**
+             * Limit
+             * @description Deliveries this call retries at most.
+             * @default 1000
+             */
+            limit?: number;
         };
         /**
          * HandshakeKind
@@ -4832,6 +4891,128 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DestinationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    retry_failed_deliveries_api_v1_destinations__dest__retry_failed_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FailedRetryRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FailedRetried"];
                 };
             };
             /** @description Invalid request (bad parameter, cursor or value) */

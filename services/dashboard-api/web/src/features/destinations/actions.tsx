@@ -7,7 +7,31 @@ import { Button, Confirm, ErrorText } from "../../components/ui";
 import { announce } from "../../lib/announce";
 import { forwardWebhook } from "./api";
 
-type Ask = "pause" | "resume" | "delete" | null;
+type Ask = "pause" | "resume" | "delete" | "retry" | null;
+
+/** Retry every failed delivery to `dest`, call after call while the server says where to go on;
+ * how many were sent again. */
+async function retryFailed(dest: string): Promise<number> {
+  let after: string | null = null;
+  let retried = 0;
+  for (let page = 0; page < 10_000; page++) {
+    const done = await retryPage(dest, after);
+    retried += done.retried;
+    if (done.next === null || done.next === undefined) break;
+    after = done.next;
+  }
+  return retried;
+}
+
+/** One call: at most 1,000 deliveries, from `after` (the previous call's `next`). */
+function retryPage(dest: string, after: string | null) {
+  return call(() =>
+    api.POST("/api/v1/destinations/{dest}/retry-failed", {
+      params: { path: { dest } },
+      body: after === null ? {} : { after },
+    }),
+  );
+}
 
 /** The routes a 409 names (`webhook/route`), when a destination is still in use. */
 function routesInUse(error: unknown): string[] | null {
@@ -72,6 +96,16 @@ export function DestinationActions({
       client.invalidateQueries({ queryKey: ["destinations"] });
     },
   });
+  const retry = useMutation({
+    mutationFn: () => retryFailed(dest),
+    onSuccess: (retried) => {
+      setAsk(null);
+      announce(
+        `${retried} failed ${retried === 1 ? "delivery" : "deliveries"} to ${dest} sent again`,
+      );
+      client.invalidateQueries({ queryKey: ["events"] });
+    },
+  });
   const active = destination.state === "active";
   const inUse = routesInUse(act.error);
   return (
@@ -85,6 +119,9 @@ export function DestinationActions({
           {destination.state === "disabled" ? "Re-enable" : "Resume"}
         </Button>
       )}
+      <Button onClick={() => setAsk("retry")} aria-label={`Retry failed deliveries to ${dest}`}>
+        Retry failed
+      </Button>
       {forwardWebhook(dest) === null && (
         <Button variant="danger" onClick={() => setAsk("delete")} aria-label={`Delete ${dest}`}>
           Delete
@@ -107,6 +144,24 @@ export function DestinationActions({
             : "Held deliveries go out in arrival order, at its rate limit and concurrency."}
         </p>
         <ErrorText error={act.error} />
+      </Confirm>
+      <Confirm
+        open={ask === "retry"}
+        title={`Retry failed deliveries to ${dest}?`}
+        confirmLabel="Retry failed deliveries"
+        busy={retry.isPending}
+        onConfirm={() => retry.mutate()}
+        onClose={() => {
+          setAsk(null);
+          retry.reset();
+        }}
+      >
+        <p>
+          Every delivery to {dest} that failed is sent again, to the destination as it is now
+          {active ? "" : " (held until you resume it)"}; other deliveries of those events stay as
+          they are.
+        </p>
+        <ErrorText error={retry.error} />
       </Confirm>
       <Confirm
         open={ask === "delete"}
