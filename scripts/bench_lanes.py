@@ -9,7 +9,7 @@ Everything runs on 127.0.0.1 on ``make infra-up``'s servers, in a Kafka namespac
 database of its own: a destination (``scripts/bench_receiver.py``, its own process, which
 records each request when it arrives) and one forwarder process
 (``python -m hookbay_forwarder forwarder``: router, deliveries topic, lanes). One owner (plan
-``bench``) has two webhooks, each with one unfiltered route to a destination of its own, made
+``pro``: the forwarder applies no plan limit) has two webhooks, each with one unfiltered route to a destination of its own, made
 with the owner's API service (so the forwarder learns them from the change log):
 
 * **fast**: ``--events`` events (1 KiB JSON) of that owner to a destination with
@@ -75,7 +75,7 @@ async def work(rt):
     from hookbay_dashboard.routing.schemas import RouteCreate
 
     services = services_for(rt)
-    await accounts_for(rt).create_user(spec["owner"], plan="bench")
+    await accounts_for(rt).create_user(spec["owner"], plan="pro")
     ids = {}
     for name, url, concurrency in spec["destinations"]:
         fields = {"max_concurrency": concurrency} if concurrency else {}
@@ -213,8 +213,10 @@ def stack() -> Iterator[tuple[dict[str, str], Receiver, dict[str, str], str]]:
             ["fast", f"http://{HOST}:{port}/o/fast", 64],
             ["slow", f"http://{HOST}:{port}/slow/slow", None],
         ]})  # fmt: skip
-        made = subprocess.run([str(python), "-c", PROVISION, spec], env=env, check=True,
+        made = subprocess.run([str(python), "-c", PROVISION, spec], env=env, check=False,
                               capture_output=True, text=True, timeout=600)  # fmt: skip
+        if made.returncode != 0:
+            raise SystemExit(f"bench_lanes: provisioning failed: {made.stderr[-2000:]}")
         ids = json.loads(made.stdout.strip().splitlines()[-1])
         from hookbay_common.topics import Topics
 
@@ -291,7 +293,7 @@ def render(result: dict[str, Any], command: str) -> str:
     return "\n".join([
         BEGIN, "",
         f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `{command}`; {machine()}, "
-        "loopback (127.0.0.1) only, `make infra-up`'s servers; one forwarder process.", "",
+        "`make infra-up`'s servers; one forwarder process.", "",
         "| scenario | figure |", "|---|---|",
         f"| one owner, one destination with `max_concurrency` 64 answering at once, "
         f"{fast['events']:,} events queued | **{fast['per_second']:,} deliveries/s** |",
