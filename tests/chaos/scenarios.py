@@ -55,6 +55,8 @@ class Scenario:
     fan_out: int = 1
     routed_fields: dict[str, Any] = field(default_factory=dict)
     verify: Callable[[Stack, list[str]], None] | None = None
+    forward_routes: bool = False
+    """The ``forward_url`` owners' webhooks as ``hookbay-admin migrate`` leaves them."""
 
 
 async def _hold(stack: Stack, since: float, times: float = 1.0) -> None:
@@ -382,6 +384,12 @@ SCENARIOS = [
         half_the_destinations_hang,
     ),
     Scenario(
+        "forward-url-routed",
+        "every forward_url delivered as its route (migrated); kill -9 of the forwarder",
+        _killed("forwarder"),
+        forward_routes=True,
+    ),
+    Scenario(
         "store-read-only",
         "the store's PostgreSQL refuses every write for 20 s (disk full)",
         store_refuses_writes,
@@ -400,6 +408,7 @@ async def run(
         timing.hold,
         fan_out=scenario.fan_out,
         routed_fields=scenario.routed_fields,
+        forward_routes=scenario.forward_routes,
     ) as stack:
         await stack.start_load(rate)
         await until(lambda: len(stack.accepted()) >= rate * timing.warm * 0.8, 120, interval=0.2,

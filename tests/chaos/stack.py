@@ -36,6 +36,7 @@ from hookbay_common.db import (
     WebhookRepository,
 )
 from hookbay_common.db import client as db_client
+from hookbay_common.db.forwarding import keep_forward_route
 from hookbay_common.kafka import create_producer, ensure_configured_topics
 from hookbay_common.models import DestinationState, StateReason
 from hookbay_common.secrets_box import SecretBox
@@ -142,10 +143,13 @@ class Stack:
 
     def __init__(
         self, infra: Infra, name: str, workdir: Path, hold: float = 10.0, *, fan_out: int = 1,
-        routed_fields: dict[str, Any] | None = None,
+        routed_fields: dict[str, Any] | None = None, forward_routes: bool = False,
     ) -> None:  # fmt: skip
         self.infra = infra
         self.fan_out = fan_out
+        self.forward_routes = forward_routes
+        """The ``forward_url`` owners' webhooks upgraded as ``hookbay-admin migrate`` does (their
+        forward URL delivered as their route), instead of stored as before."""
         self.routed_fields = routed_fields or {}
         self.controls: dict[str, Any] = {}
         self.name = name
@@ -244,6 +248,8 @@ class Stack:
             hook = await webhooks.create(create_webhook(
                 username=user.username, name=f"chaos-{i}", secret=SecretStr(secret), **routed
             ))  # fmt: skip
+            if self.forward_routes and "forward_url" in routed:
+                hook = (await keep_forward_route(webhooks, destinations, hook, url)).webhook
             self.targets.append(Target(f"/w/{user.username}/{hook.name}", secret, hook.id))
         (self.workdir / "targets.json").write_text(
             json.dumps([{"path": t.path, "secret": t.secret} for t in self.targets])
