@@ -24,6 +24,9 @@ with the owner's API service (so the forwarder learns them from the change log):
   are due) to a destination answering in 0.5 s, ``max_concurrency`` at its default; each second
   the backlog (sent, not yet arrived at the destination) is sampled. It keeps up when the
   backlog never exceeds two seconds of events.
+
+``BENCH_LANES_PROFILE=path.prof`` runs the forwarder under cProfile (slower; for finding where
+the time goes, not for the figures).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -230,6 +234,8 @@ def stack() -> Iterator[tuple[dict[str, str], Receiver, dict[str, str], str]]:
 def forwarder(env: dict[str, str]) -> Iterator[None]:
     ops = free_port()
     argv = [sys.executable, "-m", "hookbay_forwarder", "forwarder"]
+    if profile := os.environ.get("BENCH_LANES_PROFILE"):  # for finding where the time goes
+        argv = [sys.executable, "-m", "cProfile", "-o", profile, *argv[1:]]
     with service(argv, env | {"HOOKBAY_FORWARDER_METRICS_PORT": str(ops)},
                  f"http://{HOST}:{ops}/readyz"):  # fmt: skip
         yield
