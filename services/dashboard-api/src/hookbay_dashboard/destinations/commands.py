@@ -97,7 +97,7 @@ controls = [
     click.option("--rate", default=None, metavar="COUNT/PERIOD",
                  help="At most COUNT requests per second, minute or hour, e.g. 5/second."),
     click.option("--max-concurrency", type=click.IntRange(1, 64), default=None,
-                 help="Deliveries in flight at once (default 10; 1: one at a time, in order)."),
+                 help="Deliveries in flight at once (default 20; 1: one at a time, in order)."),
 ]  # fmt: skip
 
 

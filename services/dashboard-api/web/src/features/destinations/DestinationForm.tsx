@@ -31,7 +31,7 @@ function draftOf(d: Destination | null): Draft {
     name: d?.name ?? "",
     url: d?.url ?? "",
     timeout: String(d?.timeout_s ?? 10),
-    concurrency: String(d?.max_concurrency ?? 10),
+    concurrency: String(d?.max_concurrency ?? 20),
     headers: d ? Object.keys(d.headers).map((name) => row(name, MASK)) : [],
     schedule: d?.retry_schedule?.join(", ") ?? "",
     rateCount: d?.rate_limit ? String(d.rate_limit.count) : "",
