@@ -23,7 +23,8 @@ index and the loser moves on to the next free seq, so ``seq`` stays dense and or
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -190,18 +191,16 @@ class HoldRepository:
                 return 0
             head, high = int(lane.get("head", 0)), int(lane["next"])
             expired, later = 0, False
-            for page in range(head // HELD_PAGE_SIZE, (high - 1) // HELD_PAGE_SIZE + 1):
-                on_page = {"destination": destination, "page": page}
-                found = self._held.find(on_page, {"seq": 1, "held_at": 1})
-                times = [doc["held_at"] async for doc in found if int(doc["seq"]) >= head]
-                old = sum(1 for at in times if at < before)
-                expired += old
-                later = old < len(times)
-                if old and not dry:
-                    async with self._write:
-                        await self._held.delete_many({**on_page, "held_at": {"$lt": before}})
-                if later:
-                    break
+            async with aclosing(self._held_times(destination, head, high)) as pages:
+                async for on_page, times in pages:
+                    old = sum(1 for at in times if at < before)
+                    expired += old
+                    later = old < len(times)
+                    if old and not dry:
+                        async with self._write:
+                            await self._held.delete_many({**on_page, "held_at": {"$lt": before}})
+                    if later:
+                        break
             if expired and not later and not dry:
                 async with self._write:
                     await self._lanes.update_one({"_id": destination}, {"$max": {"head": high}})
@@ -234,16 +233,21 @@ class HoldRepository:
     async def _oldest(self, destination: str, head: int, high: int) -> datetime | None:
         """The earliest ``held_at`` from ``head`` on when the head's task is gone (expired by
         retention, or being advanced past): the first page from the head holding any."""
+        async with aclosing(self._held_times(destination, head, high)) as pages:
+            async for _, times in pages:
+                if times:
+                    return min(times)
+        return None
+
+    async def _held_times(
+        self, destination: str, head: int, high: int
+    ) -> AsyncGenerator[tuple[dict[str, Any], list[datetime]], None]:
+        """Page by page from the one holding ``head`` to the one holding ``high - 1``: the
+        page's filter and the ``held_at`` of its tasks from ``head`` on (one equality read)."""
         for page in range(head // HELD_PAGE_SIZE, (high - 1) // HELD_PAGE_SIZE + 1):
             on_page = {"destination": destination, "page": page}
-            times: list[datetime] = [
-                doc["held_at"]
-                async for doc in self._held.find(on_page, {"held_at": 1, "seq": 1})
-                if int(doc["seq"]) >= head
-            ]
-            if times:
-                return min(times)
-        return None
+            found = self._held.find(on_page, {"seq": 1, "held_at": 1})
+            yield on_page, [doc["held_at"] async for doc in found if int(doc["seq"]) >= head]
 
     async def drop(self, destination: str) -> None:
         """Forget everything ``destination`` holds (the destination or its owner was deleted)."""
