@@ -33,7 +33,7 @@ from hookbay_forwarder.delivery.handlers import ForwarderHandlers
 from hookbay_forwarder.delivery.retry import RetryPolicy
 from hookbay_forwarder.gateway.config import LaneConfig, lane_config
 from hookbay_forwarder.gateway.deliver import DestinationDelivery
-from hookbay_forwarder.gateway.feed import FETCH_OPTIONS, LaneFeed
+from hookbay_forwarder.gateway.feed import LaneFeed
 from hookbay_forwarder.gateway.lanes import Lanes
 from hookbay_forwarder.metrics import ForwarderMetrics, LaneMetrics, RoutingViewMetrics
 from hookbay_forwarder.process import (
@@ -117,7 +117,6 @@ class Forwarder:
             create_consumer(
                 settings.kafka_bootstrap, group_id=f"{self.topics.namespace}.forwarder-deliveries",
                 client_id="hookbay-forwarder", session_timeout_ms=settings.kafka_session_timeout_ms,
-                **FETCH_OPTIONS,
             ),
             self.lanes, topic=self.topics.deliveries,
             name=f"{self.topics.namespace}.forwarder-deliveries",

@@ -17,11 +17,7 @@ An unreadable record is logged and skipped (its offset handled): it names no des
 Broker blips on fetch or commit are ridden out as in the delivery consumer; a deliver function
 that raised (``Lanes.crashed``) stops the loop (``HandlerCrashed``).
 
-The consumer asks the broker for ``FETCH_OPTIONS``: a fetch answers once 32 KiB of tasks are
-there or 20 ms have passed. With Kafka's default (answer at the first byte) a busy lane read its
-tasks one fetch each, as the router wrote them; batching them lifted one destination's
-deliveries from ~620/s to ~1,000/s on 2 cores (``scripts/bench_lanes.py``), for at most 20 ms
-more before a lone task is read (``docs/decisions.md``, "Lane fetches wait for a batch").
+While busy, the consumer fetches in batches (``FetchPace``).
 """
 
 from __future__ import annotations
@@ -39,11 +35,9 @@ from hookbay_common.logs import get_logger
 from hookbay_common.wire import WireError, decode_destination_task
 from hookbay_forwarder.delivery.consumer import COMMIT_TIMEOUT, HandlerCrashed, ride_out_blip
 from hookbay_forwarder.gateway.lanes import Lanes
+from hookbay_forwarder.gateway.pace import FetchPace
 
 log = get_logger("hookbay.lanes")
-
-FETCH_OPTIONS: dict[str, Any] = {"fetch_min_bytes": 32 * 1024, "fetch_max_wait_ms": 20}
-"""The deliveries consumer's fetch options (``create_consumer``): see the module docstring."""
 
 
 def partition_of(key: bytes, partitions: int) -> int:
@@ -62,8 +56,10 @@ class LaneFeed(ConsumerRebalanceListener):  # type: ignore[misc]
         name: str,
         commit_interval: float = 1.0,
         revoke_grace: float = 15.0,
+        pace: FetchPace | None = None,
     ) -> None:
         self.consumer = consumer
+        self.pace = pace or FetchPace(consumer)
         self.lanes = lanes
         self.topic = topic
         self.name = name
@@ -116,6 +112,7 @@ class LaneFeed(ConsumerRebalanceListener):  # type: ignore[misc]
                 for tp, records in batch.items():
                     for record in records:
                         self._submit(tp, record)
+                self.pace.observe(sum(len(records) for records in batch.values()))
                 if time.monotonic() - last_commit >= self._commit_interval:
                     last_commit = time.monotonic()
                     try:
