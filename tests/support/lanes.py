@@ -10,7 +10,7 @@ from datetime import datetime
 
 from hookbay_common.db.held import HeldTask, HoldState, HoldStoreError
 from hookbay_common.routing.tasks import DestinationTask
-from hookbay_forwarder.gateway import Clock
+from hookbay_forwarder.gateway import Clock, Delivered
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,9 @@ class Start:
 @dataclass
 class FakeDestinations:
     """``deliver`` for the lanes: records every start, keeps the attempt running for the
-    destination's ``latency`` on the clock, or until its ``gate`` opens (``hang``)."""
+    destination's ``latency`` on the clock, or until its ``gate`` opens (``hang``), and answers
+    with the destination's status in ``answers`` (200 when absent; ``None``: no answer) and its
+    ``retry_after`` seconds."""
 
     clock: Clock
     latency: dict[str, float] = field(default_factory=dict)
@@ -34,8 +36,10 @@ class FakeDestinations:
     finished: list[str] = field(default_factory=list)
     active: dict[str, int] = field(default_factory=dict)
     most_active: dict[str, int] = field(default_factory=dict)
+    answers: dict[str, int | None] = field(default_factory=dict)
+    retry_after: dict[str, float] = field(default_factory=dict)
 
-    async def deliver(self, task: DestinationTask) -> str:
+    async def deliver(self, task: DestinationTask) -> Delivered:
         dest = task.destination
         self.starts.append(Start(self.clock.monotonic(), dest, task.delivery_id, task.attempt))
         self.active[dest] = self.active.get(dest, 0) + 1
@@ -48,7 +52,9 @@ class FakeDestinations:
         finally:
             self.active[dest] -= 1
         self.finished.append(task.delivery_id)
-        return self.outcome
+        status = self.answers.get(dest, 200)
+        outcome = self.outcome if status is not None and status < 400 else "retry"
+        return Delivered(outcome, status=status, retry_after_s=self.retry_after.get(dest, 0.0))
 
     def hang(self, destination: str) -> asyncio.Event:
         gate = self.gates[destination] = asyncio.Event()

@@ -85,7 +85,7 @@ class TestDestinationDelivery:
         deliverer = Scripted({"status_code": 200})
         deliver, written = delivery(deliverer, billing)
         task = create_destination_task(destination=billing.id)
-        assert await deliver(task) == "success"
+        assert (await deliver(task)).outcome == "success"
         ((sent, within, headers),) = deliverer.calls
         assert (sent.url, sent.number, within) == ("http://127.0.0.1:9/fixed", 1, 30.0)
         assert headers == {"authorization": "Bearer t"}
@@ -100,7 +100,7 @@ class TestDestinationDelivery:
         own = create_destination(retry_schedule=("0", "30s", "2h"))
         deliver, written = delivery(Scripted({"status_code": 503}, {"error": "timeout"}), own)
         first = create_destination_task(destination=own.id)
-        assert await deliver(first) == "retry"
+        assert (await deliver(first)).outcome == "retry"
         attempt, retry = written.messages
         assert retry.topic == TOPICS.retry(10.0)  # 30 s: the 10 s tier, the lane waits the rest
         assert retry.key == own.id.encode()
@@ -110,7 +110,7 @@ class TestDestinationDelivery:
             round((again.not_before - decode_attempt(attempt.value).started_at).total_seconds())
             == 30
         )
-        assert await deliver(again) == "retry"
+        assert (await deliver(again)).outcome == "retry"
         assert written.messages[-1].topic == TOPICS.retry(60.0)  # 2 h: the longest tier
 
     async def test_a_wait_shorter_than_every_tier_goes_straight_back(self) -> None:
@@ -131,15 +131,15 @@ class TestDestinationDelivery:
         assert (attempt.next_retry_at - attempt.started_at).total_seconds() == 120
         assert written.messages[1].topic == TOPICS.retry(60.0)
         second = decode_destination_task(written.messages[1].value)
-        assert await deliver(second) == "retry"
+        assert (await deliver(second)).outcome == "retry"
         last = decode_destination_task(written.messages[-1].value)
-        assert await deliver(last) == "failed"  # the schedule's 3 attempts are made
+        assert (await deliver(last)).outcome == "failed"  # the schedule's 3 attempts are made
         assert len(written.messages) == 5
 
     async def test_a_refused_answer_fails_at_once(self) -> None:
         own = create_destination()
         deliver, written = delivery(Scripted({"status_code": 400}), own)
-        assert await deliver(create_destination_task(destination=own.id)) == "failed"
+        assert (await deliver(create_destination_task(destination=own.id))).outcome == "failed"
         (only,) = written.messages
         assert decode_attempt(only.value).will_retry is False
 
@@ -147,7 +147,7 @@ class TestDestinationDelivery:
         deliverer = Scripted()
         deliver, written = delivery(deliverer)
         task = create_destination_task()
-        assert await deliver(task) == "failed"
+        assert (await deliver(task)).outcome == "failed"
         assert deliverer.calls == []
         (record,) = written.messages
         assert is_delivery_record(record.value)
@@ -220,7 +220,7 @@ class TestDelivering:
         assert not running.done()
 
         deliverer.gate.set()
-        assert await running == "retry"
+        assert (await running).outcome == "retry"
         scheduled = decode_attempt(written.messages[1].value).as_delivery()
         assert scheduled is not None
         assert scheduled.status is DeliveryStatus.SCHEDULED
@@ -234,7 +234,7 @@ class TestDelivering:
         running = asyncio.ensure_future(deliver(create_destination_task(destination=quick.id)))
         await clock.advance(1.0)
         deliverer.gate.set()
-        assert await running == "success"
+        assert (await running).outcome == "success"
         await clock.advance(10.0)
         (only,) = written.messages
         assert not is_delivery_record(only.value)

@@ -16,6 +16,7 @@ from hookbay_common.models import AttemptTrigger
 from hookbay_common.routing.tasks import DestinationTask
 from hookbay_common.wire import encode_destination_task
 from hookbay_forwarder.gateway import (
+    Delivered,
     DestinationState,
     LaneConfig,
     LaneMode,
@@ -351,7 +352,7 @@ class TestOffsets:
     async def test_a_crashing_deliver_leaves_its_offset_uncommitted(self) -> None:
         rig = Rig()
 
-        async def crash(task: DestinationTask) -> str:
+        async def crash(task: DestinationTask) -> Delivered:
             raise RuntimeError("bug")
 
         lanes = Lanes(crash, rig.configs.get, rig.store, clock=rig.clock)

@@ -15,7 +15,7 @@ from hookbay_common.db import Collections, Database, HoldRepository, HoldStoreEr
 from hookbay_common.db import client as db_client
 from hookbay_common.routing.tasks import DestinationTask
 from hookbay_common.settings import Settings
-from hookbay_forwarder.gateway import DestinationState, LaneConfig, Lanes
+from hookbay_forwarder.gateway import Delivered, DestinationState, LaneConfig, Lanes
 from tests.support.factories import create_destination_task, unique_name
 from tests.support.waiting import until
 
@@ -25,7 +25,7 @@ P = ("deliveries", 0)
 @asynccontextmanager
 async def instance(
     settings: Settings,
-    deliver: Callable[[DestinationTask], Awaitable[str]],
+    deliver: Callable[[DestinationTask], Awaitable[Delivered]],
     configs: dict[str, LaneConfig],
     *,
     grace: float = 5.0,
@@ -56,12 +56,12 @@ class Recorder:
         self.stop_after = stop_after
         self.blocked = asyncio.Event()
 
-    async def deliver(self, task: DestinationTask) -> str:
+    async def deliver(self, task: DestinationTask) -> Delivered:
         if self.stop_after is not None and len(self.delivered) >= self.stop_after:
             self.blocked.set()
             await asyncio.Event().wait()  # hangs: the process is killed with this running
         self.delivered.append(task.delivery_id)
-        return "success"
+        return Delivered("success")
 
 
 async def held_docs(db: Database, destination: str) -> int:

@@ -35,7 +35,12 @@ from hookbay_forwarder.gateway.config import LaneConfig, lane_config
 from hookbay_forwarder.gateway.deliver import DestinationDelivery
 from hookbay_forwarder.gateway.feed import LaneFeed
 from hookbay_forwarder.gateway.lanes import Lanes
-from hookbay_forwarder.metrics import ForwarderMetrics, LaneMetrics, RoutingViewMetrics
+from hookbay_forwarder.metrics import (
+    BreakerMetrics,
+    ForwarderMetrics,
+    LaneMetrics,
+    RoutingViewMetrics,
+)
 from hookbay_forwarder.process import (
     EXIT_DEAD_LETTER_LIMIT,
     EXIT_OK,
@@ -108,6 +113,7 @@ class Forwarder:
             lambda destination_id: lane_config(self.view.destination_by_id(destination_id)),
             HoldRepository(db),
             metrics=LaneMetrics(self.metrics.registry),
+            breaker_metrics=BreakerMetrics(self.metrics.registry),
         )  # fmt: skip
         self.events = self._ordered(f"{self.topics.namespace}.forwarder", self.handlers.on_event)
         self.tasks = self._ordered(
@@ -125,8 +131,9 @@ class Forwarder:
 
     def _destination_deleted(self, destination_id: str) -> None:
         """Its lane, if held, drains: each task's delivery fails ("the destination was
-        deleted") instead of waiting in the hold store for ever."""
+        deleted") instead of waiting in the hold store for ever, whatever its breaker said."""
         self.lanes.configure(destination_id, LaneConfig())
+        self.lanes.forget_breaker(destination_id)
 
     def _destination_changed(self, destination: Destination) -> None:
         config = lane_config(destination)

@@ -4,7 +4,8 @@
 its own ``Lane``: its concurrency, rate (``bucket``) and state (``config``), holding what it
 cannot take in the hold store (``hookbay_common.db.HoldRepository``) and draining it in order.
 Time comes from an injected ``Clock`` (``clock``). ``breaker``: a destination's circuit breaker,
-whose transitions tell the caller to pause, resume or disable the destination. docs/architecture.md, "Delivery lanes".
+which every start of a lane asks first; its transitions hold or drain the lane and tell the
+caller to pause, resume or disable the destination. docs/architecture.md, "Delivery lanes".
 """
 
 from hookbay_common.models import RatePeriod
@@ -30,6 +31,7 @@ from hookbay_forwarder.gateway.config import (
 from hookbay_forwarder.gateway.lanes import (
     ConfigOf,
     Deliver,
+    Delivered,
     HoldStore,
     Lane,
     LaneMode,
@@ -48,6 +50,7 @@ __all__ = [
     "Clock",
     "ConfigOf",
     "Deliver",
+    "Delivered",
     "DestinationState",
     "HoldStore",
     "Lane",

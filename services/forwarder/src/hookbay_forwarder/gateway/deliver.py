@@ -12,7 +12,12 @@ retry; the task consumer hands it back to the deliveries topic when its tier is 
 lane waits out any remainder (a destination's own schedule need not match the tiers). A wait
 shorter than every tier goes straight back to the deliveries topic.
 
-A destination deleted since the task was made: the delivery fails with that reason.
+A destination deleted since the task was made: the delivery fails with that reason (and no
+request goes out: ``Delivered.attempted`` is false).
+
+What the destination answered goes back to the lane (``Delivered``) for its circuit breaker: the
+status (``None`` when no answer came, a refused address included) and a 429's or 503's
+``Retry-After``.
 
 An attempt still running after ``DELIVERING_AFTER`` seconds (on the lanes' clock) gets a
 ``delivering`` record, so a slow or hanging destination shows what it is doing; an attempt that
@@ -53,6 +58,7 @@ from hookbay_forwarder.delivery.retry import (
     parse_retry_after,
 )
 from hookbay_forwarder.gateway.clock import Clock, SystemClock
+from hookbay_forwarder.gateway.lanes import Delivered
 from hookbay_forwarder.writes import Message
 
 log = get_logger("hookbay.forwarder")
@@ -92,11 +98,11 @@ class DestinationDelivery:
         self._rng = rng
         self._policies: dict[tuple[str, ...], RetryPolicy] = {}
 
-    async def __call__(self, task: DestinationTask) -> str:
+    async def __call__(self, task: DestinationTask) -> Delivered:
         destination = self._view.destination_by_id(task.destination)
         if destination is None:
             await self._write([self._gone(task)])
-            return "failed"
+            return Delivered("failed", status=None, attempted=False)
         request = DeliveryTask(
             event=task.event, chain_id=task.chain_id, trigger=task.trigger,
             number=task.attempt, url=destination.url, not_before=task.not_before,
@@ -118,9 +124,16 @@ class DestinationDelivery:
             )  # fmt: skip
             messages.append(self._retry_message(retry, delay))
         await self._write(messages)
-        if outcome.status_code is not None and 200 <= outcome.status_code < 300:
-            return "success"
-        return "retry" if delay is not None else "failed"
+        status = outcome.status_code
+        if status is not None and 200 <= status < 300:
+            return Delivered("success", status=status)
+        retry_after = None
+        if status in RETRY_AFTER_STATUSES:
+            retry_after = parse_retry_after(outcome.headers.get("retry-after"))
+        return Delivered(
+            "retry" if delay is not None else "failed", status=status,
+            retry_after_s=max(0.0, retry_after or 0.0),
+        )  # fmt: skip
 
     async def _attempt(
         self, task: DestinationTask, destination: Destination, request: DeliveryTask

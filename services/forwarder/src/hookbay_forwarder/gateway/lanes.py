@@ -16,6 +16,15 @@ record may carry several tasks, or none). Each task goes to its destination's ``
   store; once a task is durably held its offset is handled. An active lane that holds drains the
   store in seq order through its FIFO (at its rate and concurrency) while newer tasks keep being
   held behind, and goes live again when the store is empty and no hold is on its way.
+- **Breaker**: every start asks the destination's circuit breaker (``breaker``) first, and
+  every attempt's answer is recorded on it. When it opens (or disables the destination) the
+  lane holds exactly as a paused lane does: what waits goes to the hold store, newer tasks are
+  held behind it. A timer on the clock wakes the lane when the cool-down is over; then exactly
+  one task goes out, the oldest held (the *probe*). Its success closes the breaker and the lane
+  drains what it held, in order, at its rate; its failure opens it again with the next
+  cool-down. The same timer checks for sustained failure (``Breakers.poll``). Transitions are
+  passed on to ``on_transition`` (the destination's stored state, issues) after the lane
+  reacted to them.
 - **Offsets**: ``committable(partition)`` is the first offset of which some task is neither
   finished by the deliver function (which must have written any retry durably before it
   returns), nor durably held: committing it never skips a task.
@@ -53,20 +62,46 @@ from hookbay_common.db.held import HeldTask, HoldState, HoldStoreError
 from hookbay_common.logs import get_logger
 from hookbay_common.routing.tasks import DestinationTask
 from hookbay_common.wire import WireError, decode_destination_task, encode_destination_task
+from hookbay_forwarder.gateway.breaker import (
+    Breaker,
+    Breakers,
+    BreakerState,
+    OnTransition,
+    Permit,
+    Transition,
+    TransitionKind,
+)
 from hookbay_forwarder.gateway.bucket import TokenBucket
 from hookbay_forwarder.gateway.clock import Clock, SystemClock
 from hookbay_forwarder.gateway.config import LaneConfig
-from hookbay_forwarder.metrics import LaneMetrics
+from hookbay_forwarder.metrics import BreakerMetrics, LaneMetrics
 from hookbay_forwarder.offsets import PartitionOffsets
 
 log = get_logger("hookbay.lanes")
 T = TypeVar("T")
 
-Deliver = Callable[[DestinationTask], Awaitable[str]]
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """What one call of the deliver function did."""
+
+    outcome: str
+    """For metrics: ``success``, ``retry`` or ``failed``."""
+    status: int | None = 200
+    """The destination's answer; ``None``: none came (a network error, a timeout, a refused
+    address)."""
+    retry_after_s: float = 0.0
+    """A 429's or 503's ``Retry-After``, in seconds (0: none)."""
+    attempted: bool = True
+    """False when no request went out (the destination was deleted): the breaker hears
+    nothing of it."""
+
+
+Deliver = Callable[[DestinationTask], Awaitable[Delivered]]
 """Make one attempt and write down durably what follows (the attempt record, a retry, a dead
-letter); return the outcome for metrics (``success``, ``retry``, ``failed``). It looks the
-destination's URL, timeout and headers up itself, at the time of the attempt. Raising is a bug:
-the task stays unhandled (its offset is never committed) and ``Lanes.crashed`` is set."""
+letter); return what the destination answered (``Delivered``). It looks the destination's URL,
+timeout and headers up itself, at the time of the attempt. Raising is a bug: the task stays
+unhandled (its offset is never committed) and ``Lanes.crashed`` is set."""
 ConfigOf = Callable[[str], LaneConfig | None]
 """The destination's current controls; ``None`` (unknown destination): the defaults, and the
 deliver function decides what an unknown destination means."""
@@ -153,17 +188,89 @@ class Lane:
         self.space = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
         self._timer_due = 0.0
+        self._probe_timer: asyncio.Task[None] | None = None
         self._drainer: asyncio.Task[None] | None = None
         self._order = itertools.count()
 
     # --- taking tasks -----------------------------------------------------------------------
 
     def accept(self, entry: _Entry) -> None:
-        if self.mode is LaneMode.HOLDING or not self.config.active:
+        if self.mode is LaneMode.HOLDING or not self.config.active or not self.closed:
             self.hold([entry])
             return
         self._enqueue(entry)
         self.pump()
+
+    # --- the breaker ------------------------------------------------------------------------
+
+    @property
+    def breaker(self) -> Breaker:
+        return self._lanes.breakers.get(self.destination)
+
+    @property
+    def closed(self) -> bool:
+        """The breaker lets attempts out."""
+        breaker = self.breaker
+        return breaker.state is BreakerState.CLOSED and not breaker.disabled
+
+    def _probe_due(self) -> bool:
+        return self.breaker.probe_in() == 0
+
+    def breaker_moved(self, transition: Transition) -> None:
+        """Opened (again) or disabled: hold like a paused lane, and wait for the probe's time.
+        Closed: drain what was held."""
+        if transition.kind in (
+            TransitionKind.OPENED, TransitionKind.REOPENED, TransitionKind.DISABLED,
+        ):  # fmt: skip
+            self._cancel_probe()
+            self._stop_drain()
+            self.spill()  # arms the probe timer
+        elif transition.kind is TransitionKind.CLOSED:
+            self.reopen()
+
+    def reopen(self) -> None:
+        """The breaker closed (a probe succeeded, or the owner resumed the destination)."""
+        self._cancel_probe()
+        if self.mode is LaneMode.HOLDING:
+            self._ensure_drain()
+        self.space.set()
+        self.pump()
+
+    def _arm_probe(self) -> None:
+        """A timer for the probe's time, or (when it is due but nothing waits to be the probe)
+        for the moment the breaker has been open ``disable_after_s``."""
+        wait = self.breaker.probe_in()
+        if wait == 0:
+            wait = self._until_disabled()
+        if wait is None or self._lanes.closing:
+            return
+        if self._probe_timer is not None and not self._probe_timer.done():
+            return
+        self._probe_timer = asyncio.create_task(self._probe_after(wait))
+
+    def _until_disabled(self) -> float | None:
+        breaker = self.breaker
+        if breaker.opened_at is None or breaker.disabled:
+            return None
+        ahead = (breaker.opened_at - self._clock.now()).total_seconds()
+        return max(1.0, ahead + breaker.settings.disable_after_s)  # never a busy loop
+
+    async def _probe_after(self, seconds: float) -> None:
+        await self._clock.sleep(seconds)
+        self._probe_timer = None
+        self._lanes.breakers.poll()  # open too long: disabled (the lane holds on)
+        if not self._probe_due() or not self.config.active:
+            return
+        if self.mode is LaneMode.HOLDING:
+            self._ensure_drain()  # the oldest held task comes first: it is the probe
+        self.pump()
+        if self.breaker.state is BreakerState.OPEN:  # nothing to probe with yet
+            self._arm_probe()
+
+    def _cancel_probe(self) -> None:
+        if self._probe_timer is not None:
+            self._probe_timer.cancel()
+            self._probe_timer = None
 
     def _enqueue(self, entry: _Entry) -> None:
         due = self._due(entry.task)
@@ -209,13 +316,18 @@ class Lane:
         while self.later and self.later[0][0] <= now:
             self.queue.append(heapq.heappop(self.later)[2])
         while self.queue and self.running < self.config.max_concurrency:
+            if not self.closed and not self._probe_due():
+                break  # open (a probe is out, or not due yet), or disabled: what waits is held
             if self.bucket is not None:
                 wait = self.bucket.take(now)
                 if wait > 0:
                     self._wake(now + wait, rate_limited=True)
                     return
+            permit = self.breaker.admit()
+            if permit is None:  # disabled just now (sustained failure): the lane holds
+                break
             self.running += 1
-            self._lanes._start(self, self.queue.popleft())
+            self._lanes._start(self, self.queue.popleft(), permit)
         if self.later:
             self._wake(self.later[0][0], rate_limited=False)
 
@@ -269,6 +381,9 @@ class Lane:
 
     def _ensure_drain(self) -> None:
         if not self.config.active or self._lanes.closing:
+            return
+        if not self.closed and not self._probe_due():
+            self._arm_probe()  # no drain before the probe's time
             return
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.create_task(self._lanes._drain(self))
@@ -327,6 +442,7 @@ class Lane:
     def close(self) -> None:
         self._stop_drain()
         self._cancel_timer()
+        self._cancel_probe()
 
     def snapshot(self) -> LaneSnapshot:
         return LaneSnapshot(
@@ -348,8 +464,16 @@ class Lanes:
         metrics: LaneMetrics | None = None,
         max_buffered: int = DEFAULT_MAX_BUFFERED,
         drain_window: int | None = None,
+        on_transition: OnTransition | None = None,
+        breaker_metrics: BreakerMetrics | None = None,
     ) -> None:
         self.clock: Clock = clock or SystemClock()
+        self._on_transition = on_transition
+        self.breakers = Breakers(
+            lambda destination: (config_of(destination) or LaneConfig()).breaker,
+            clock=self.clock, on_transition=self._transition, metrics=breaker_metrics,
+        )  # fmt: skip
+        """Every destination's circuit breaker, made on first use with its lane's thresholds."""
         self._deliver = deliver
         self._config_of = config_of
         self._store = store
@@ -401,10 +525,39 @@ class Lanes:
         return self._buffered.get(partition, 0) > self._max_buffered
 
     def configure(self, destination: str, config: LaneConfig) -> None:
-        """A destination's controls changed: apply them to its lane, if it has one, at once."""
+        """A destination's controls changed: apply them to its lane, if it has one, at once,
+        and its breaker's thresholds to its breaker (its state is kept)."""
+        self.breakers.get(destination).configure(config.breaker)
         lane = self._lanes.get(destination)
         if lane is not None:
             lane.configure(config)
+
+    def reset_breaker(self, destination: str) -> None:
+        """The owner resumed or re-enabled the destination: its breaker closes with an empty
+        window (no transition is reported: the owner's write is the destination's state) and
+        the lane drains what it held."""
+        breaker = self.breakers.get(destination)
+        if breaker.state is BreakerState.CLOSED and not breaker.disabled:
+            return
+        breaker.reset()
+        lane = self._lanes.get(destination)
+        if lane is not None:
+            lane.reopen()
+
+    def forget_breaker(self, destination: str) -> None:
+        """The destination was deleted: its breaker goes, so what its lane held drains (and
+        fails, "the destination was deleted")."""
+        self.breakers.forget(destination)
+        lane = self._lanes.get(destination)
+        if lane is not None:
+            lane.reopen()
+
+    def _transition(self, transition: Transition) -> None:
+        lane = self._lanes.get(transition.destination)
+        if lane is not None:
+            lane.breaker_moved(transition)
+        if self._on_transition is not None:
+            self._on_transition(transition)
 
     async def adopt(self, owns: Callable[[str], bool]) -> None:
         """After an assignment, before its records are submitted: every destination ``owns``
@@ -497,17 +650,17 @@ class Lanes:
 
     # --- running attempts -------------------------------------------------------------------
 
-    def _start(self, lane: Lane, entry: _Entry) -> None:
-        task = asyncio.create_task(self._run(lane, entry))
+    def _start(self, lane: Lane, entry: _Entry, permit: Permit) -> None:
+        task = asyncio.create_task(self._run(lane, entry, permit))
         self._running[task] = entry.partition
         task.add_done_callback(self._ended)
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         self._running.pop(task, None)
 
-    async def _run(self, lane: Lane, entry: _Entry) -> None:
+    async def _run(self, lane: Lane, entry: _Entry, permit: Permit) -> None:
         try:
-            outcome = await self._deliver(entry.task)
+            delivered = await self._deliver(entry.task)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -516,8 +669,10 @@ class Lanes:
             self.crashed = exc
             lane.finished()
             return
+        if delivered.attempted:
+            lane.breaker.record(permit, delivered.status, retry_after_s=delivered.retry_after_s)
         if self._metrics is not None:
-            self._metrics.deliveries.labels(outcome).inc()
+            self._metrics.deliveries.labels(delivered.outcome).inc()
         self._handled(lane, entry)
         lane.finished()
         self._forget_if_idle(lane)
@@ -535,6 +690,8 @@ class Lanes:
         """An idle lane is dropped unless its bucket still remembers recent starts (a new lane
         starts with a full bucket)."""
         if not lane.idle or lane.held or self._lanes.get(lane.destination) is not lane:
+            return
+        if not lane.closed:  # its probe timer stays armed
             return
         if lane.bucket is not None and not lane.bucket.full(self.clock.monotonic()):
             return
