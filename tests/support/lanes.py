@@ -1,14 +1,19 @@
 """In-memory fakes for the delivery lanes' tests: destinations that record what started when,
-and a hold store with ``HoldRepository``'s contract that can refuse writes on demand."""
+a hold store with ``HoldRepository``'s contract that can refuse writes on demand, and a
+destination store with ``DestinationRepository``'s ``require`` and ``update``."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
+from hookbay_common.clock import utcnow
 from hookbay_common.db.held import HeldTask, HoldState, HoldStoreError
+from hookbay_common.errors import DestinationNotFound
+from hookbay_common.models import Destination
 from hookbay_common.routing.tasks import DestinationTask
 from hookbay_forwarder.gateway import Clock, Delivered
 
@@ -121,3 +126,47 @@ class MemoryHoldStore:
 
     def count(self, destination: str) -> int:
         return len(self.held.get(destination, {}))
+
+
+@dataclass
+class MemoryDestinations:
+    """``DestinationRepository.require`` and ``update`` in memory, and the routing view's
+    ``destination_by_id``; ``updated_at`` moves by at least a millisecond at every update.
+    ``fail_writes``: how many next updates raise ``OSError``."""
+
+    by_id: dict[str, Destination] = field(default_factory=dict)
+    fail_writes: int = 0
+
+    def add(self, destination: Destination) -> Destination:
+        self.by_id[destination.id] = destination
+        return destination
+
+    def destination_by_id(self, destination_id: str) -> Destination | None:
+        return self.by_id.get(destination_id)
+
+    def named(self, username: str, name: str) -> Destination | None:
+        return next(
+            (d for d in self.by_id.values() if (d.username, d.name) == (username, name)), None
+        )
+
+    async def require(self, username: str, name: str) -> Destination:
+        await asyncio.sleep(0)
+        found = self.named(username, name)
+        if found is None:
+            raise DestinationNotFound(username, name)
+        return found
+
+    async def update(self, username: str, name: str, changes: dict[str, Any]) -> Destination:
+        current = await self.require(username, name)
+        if self.fail_writes:
+            self.fail_writes -= 1
+            raise OSError("refused (test)")
+        breaker = {k.removeprefix("breaker."): v for k, v in changes.items() if "." in k}
+        fields = {k: v for k, v in changes.items() if "." not in k}
+        fields["updated_at"] = max(utcnow(), current.updated_at + timedelta(milliseconds=1))
+        fields["breaker"] = current.breaker.model_validate(
+            {**current.breaker.model_dump(), **breaker}
+        )
+        updated = current.model_validate({**current.model_dump(), **fields})
+        self.by_id[updated.id] = updated
+        return updated

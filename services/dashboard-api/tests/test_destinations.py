@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hookbay_common.clock import utcnow
 from hookbay_common.configlog import Entity, decode_change
 from hookbay_dashboard.settings import DashboardSettings
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
@@ -252,6 +253,18 @@ class TestStates:
         assert (held["state"], held["state_reason"]) == ("disabled", "gone")
         resumed = (await owner.client.post(f"{API}/billing/resume")).json()
         assert (resumed["state"], resumed["state_reason"]) == ("active", None)
+
+    async def test_resume_closes_the_stored_breaker(self, dashboard: Dashboard) -> None:
+        owner = await dashboard.owner()
+        await create(owner)
+        await dashboard.runtime.destinations.update(
+            owner.username, "billing",
+            {"state": "disabled", "state_reason": "sustained_failure", "breaker.state": "open",
+             "breaker.opened_at": utcnow()},
+        )  # fmt: skip
+        resumed = (await owner.client.post(f"{API}/billing/resume")).json()
+        assert (resumed["state"], resumed["breaker"]["state"]) == ("active", "closed")
+        assert resumed["breaker"]["opened_at"] is None
 
     async def test_pause_takes_over_a_breaker_pause(self, dashboard: Dashboard) -> None:
         owner = await dashboard.owner()

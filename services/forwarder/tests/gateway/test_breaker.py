@@ -288,3 +288,32 @@ class TestSettings:
     def test_refused(self, fields: dict[str, int]) -> None:
         with pytest.raises(ValueError, match="must"):
             BreakerSettings(**fields)
+
+
+class TestRestore:
+    async def test_open_as_stored_probe_when_it_was_due(self) -> None:
+        breaker, clock, seen = create_breaker(BreakerSettings(disable_after_s=3600))
+        breaker.restore(clock.now() - timedelta(seconds=600), clock.now() + timedelta(seconds=20))
+        assert (breaker.state, breaker.probe_in()) == (BreakerState.OPEN, 20.0)
+        assert breaker.admit() is None
+        await clock.advance(20)
+        permit = breaker.admit()
+        assert permit is not None
+        assert permit.probe
+        assert seen.kinds == [TransitionKind.PROBING]  # restoring reports nothing
+
+    async def test_sustained_failure_counts_from_the_stored_opening(self) -> None:
+        breaker, clock, seen = create_breaker(BreakerSettings(disable_after_s=3600))
+        breaker.restore(clock.now() - timedelta(seconds=3500), None)
+        await clock.advance(100)
+        breaker.poll()
+        assert seen.kinds == [TransitionKind.DISABLED]
+
+    def test_a_breaker_already_open_is_left_alone(self) -> None:
+        breaker, clock, _ = create_breaker(BreakerSettings(consecutive=1))
+        permit = breaker.admit()
+        assert permit is not None
+        breaker.record(permit, 503)
+        probe_at = breaker.next_probe_at
+        breaker.restore(clock.now() - timedelta(days=1), clock.now())
+        assert breaker.next_probe_at == probe_at

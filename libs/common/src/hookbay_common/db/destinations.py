@@ -73,7 +73,8 @@ class DestinationRepository:
 
     async def update(self, username: str, name: str, changes: dict[str, Any]) -> Destination:
         """Set the named fields of ``Destination`` (``headers`` as plaintext ``SecretStr``
-        values, sealed here); ``updated_at`` moves to now."""
+        values, sealed here), or single fields of its breaker by their dotted path
+        (``breaker.state``: the stored value); ``updated_at`` moves to now."""
         fields = dict(changes)
         if "headers" in fields:
             fields["headers"] = self._sealed_headers(fields["headers"])

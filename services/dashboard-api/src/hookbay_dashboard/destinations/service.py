@@ -10,9 +10,10 @@ from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import DestinationRepository, UserRepository, WebhookRepository
 from hookbay_common.db.forwarding import forward_webhook
+from hookbay_common.destination_state import DestinationStates
 from hookbay_common.errors import DestinationInUse, ForwardUrlManaged, InvalidField
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Breaker, Destination, DestinationState, StateReason
+from hookbay_common.models import Breaker, Destination
 from hookbay_common.names import is_valid_webhook_name
 from hookbay_common.netguard import DestinationNotAllowed, check_destination
 from hookbay_dashboard.destinations.schemas import (
@@ -54,6 +55,7 @@ class DestinationService:
         self._webhooks = webhooks
         self._allow_private = allow_private
         self._publisher = publisher
+        self._states = DestinationStates(destinations, publisher)
 
     async def _published(self, destination: Destination) -> Destination:
         if self._publisher is not None:
@@ -123,23 +125,14 @@ class DestinationService:
         return await self._published(await self._destinations.update(username, name, changes))
 
     async def pause(self, username: str, name: str) -> Destination:
-        """Hold its deliveries until resumed: ``paused`` / ``manual``. A disabled destination
-        stays disabled (it holds already, and keeps the reason hookbay disabled it)."""
-        current = await self._destinations.require(username, name)
-        if current.state is DestinationState.DISABLED or (
-            current.state is DestinationState.PAUSED and current.state_reason is StateReason.MANUAL
-        ):
-            return current
-        changes = {"state": DestinationState.PAUSED, "state_reason": StateReason.MANUAL}
-        return await self._published(await self._destinations.update(username, name, changes))
+        """Hold its deliveries until resumed: ``paused`` / ``manual``
+        (``DestinationStates.pause``, the code path the deliverer's breaker writes through)."""
+        return await self._states.pause(username, name)
 
     async def resume(self, username: str, name: str) -> Destination:
-        """``active`` again, whatever paused or disabled it; held deliveries go out."""
-        current = await self._destinations.require(username, name)
-        if current.state is DestinationState.ACTIVE:
-            return current
-        changes = {"state": DestinationState.ACTIVE, "state_reason": None}
-        return await self._published(await self._destinations.update(username, name, changes))
+        """``active`` again, whatever paused or disabled it, its breaker closed; held
+        deliveries go out (``DestinationStates.resume``)."""
+        return await self._states.resume(username, name)
 
     async def delete(self, username: str, name: str) -> None:
         """``DestinationInUse`` (409, naming them) while routes deliver to it;

@@ -4,7 +4,9 @@ Consumer group ``<namespace>.forwarder`` on the events topic (routing, and ``for
 attempts, ordered per owner), ``<namespace>.forwarder-tasks`` on the retry tiers and replays, and
 ``<namespace>.forwarder-deliveries`` on the deliveries topic (routed deliveries, through each
 destination's lane). The routing view (webhooks with routes, destinations) follows the
-configuration change log. The ``Process`` contract (start, run, stop, readiness and liveness) is
+configuration change log. Each destination's circuit breaker lives in the lanes; its
+transitions become the destination's stored state (``gateway.health``), published to the same
+change log. The ``Process`` contract (start, run, stop, readiness and liveness) is
 in ``hookbay_forwarder.process``; readiness here also needs the producer able to send and the
 routing view following the change log.
 """
@@ -19,8 +21,10 @@ from typing import Any
 from pymongo.errors import PyMongoError
 
 from hookbay_common.changelog import ChangeLog
+from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import DestinationRepository, HoldRepository, WebhookRepository
 from hookbay_common.db import client as db_client
+from hookbay_common.destination_state import DestinationStates
 from hookbay_common.kafka import create_consumer, ensure_configured_topics
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Destination
@@ -34,6 +38,7 @@ from hookbay_forwarder.delivery.retry import RetryPolicy
 from hookbay_forwarder.gateway.config import LaneConfig, lane_config
 from hookbay_forwarder.gateway.deliver import DestinationDelivery
 from hookbay_forwarder.gateway.feed import LaneFeed
+from hookbay_forwarder.gateway.health import DestinationHealth
 from hookbay_forwarder.gateway.lanes import Lanes
 from hookbay_forwarder.metrics import (
     BreakerMetrics,
@@ -96,8 +101,9 @@ class Forwarder:
         )
         db = db_client.database(self.mongo)
         box = SecretBox(settings.secret_key.get_secret_value())
+        destinations = DestinationRepository(db, box)
         self.view = RoutingView(
-            WebhookRepository(db, box), DestinationRepository(db, box),
+            WebhookRepository(db, box), destinations,
             ChangeLog(settings.kafka_bootstrap, self.topics.config_spec(), box,
                       client_id="hookbay-forwarder-config"),
             RoutingViewMetrics(self.metrics.registry),
@@ -105,6 +111,12 @@ class Forwarder:
             on_destination_deleted=self._destination_deleted,
         )  # fmt: skip
         self.handlers.router = Router(self.view, self.handlers.write, self.topics)
+        self.health = DestinationHealth(
+            self.view,
+            DestinationStates(
+                destinations, ConfigPublisher(self._send_config, self.topics.config, box)
+            ),
+        )
         self.lanes = Lanes(
             DestinationDelivery(
                 self.view, self.deliverer, self.handlers.write, self.topics,
@@ -113,6 +125,7 @@ class Forwarder:
             lambda destination_id: lane_config(self.view.destination_by_id(destination_id)),
             HoldRepository(db),
             metrics=LaneMetrics(self.metrics.registry),
+            on_transition=self.health.transitioned,
             breaker_metrics=BreakerMetrics(self.metrics.registry),
         )  # fmt: skip
         self.events = self._ordered(f"{self.topics.namespace}.forwarder", self.handlers.on_event)
@@ -139,6 +152,10 @@ class Forwarder:
         config = lane_config(destination)
         if config is not None:
             self.lanes.configure(destination.id, config)
+        self.health.changed(destination, self.lanes)
+
+    async def _send_config(self, topic: str, key: bytes, value: bytes) -> None:
+        await self.producer.send_and_wait(topic, value, key=key)
 
     def _ordered(self, group: str, handler: Callable[[Any], Awaitable[None]]) -> OrderedConsumer:
         s = self.settings
@@ -222,6 +239,7 @@ class Forwarder:
             await asyncio.gather(
                 self.events.drain(grace), self.tasks.drain(grace), self.deliveries.drain(grace)
             )
+        await self.health.close(grace)  # the last transitions' states, before the producer goes
         for consumer in (self.events.consumer, self.tasks.consumer, self.deliveries.consumer):
             await closed(consumer.stop(), "consumer")
         await self.view.stop()

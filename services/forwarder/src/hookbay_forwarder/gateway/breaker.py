@@ -288,6 +288,24 @@ class Breaker:
         self._clear()
         self._current = next(self._generation)
 
+    def restore(self, opened_at: datetime, next_probe_at: datetime | None) -> None:
+        """Open, as the destination's stored state says another process's breaker left it
+        (after a restart or a rebalance): the probe at ``next_probe_at`` (now, when it is past
+        or unknown), sustained failure counted from ``opened_at``. Reports no transition (the
+        state is stored already) and changes nothing unless closed. How many probes failed
+        before is not stored: the next cool-down starts again from the second step."""
+        if self.state is not BreakerState.CLOSED or self.disabled:
+            return
+        now, wall = self._clock.monotonic(), self._clock.now()
+        self._clear()
+        self.state = BreakerState.OPEN
+        self._current = next(self._generation)
+        self._level = 1
+        self._opened_at = opened_at
+        self._open_since = now - max(0.0, (wall - opened_at).total_seconds())
+        ahead = (next_probe_at - wall).total_seconds() if next_probe_at is not None else 0.0
+        self._probe_at = now + max(0.0, ahead)
+
     def configure(self, settings: BreakerSettings) -> None:
         """New thresholds; the window and the state are kept."""
         self.settings = settings

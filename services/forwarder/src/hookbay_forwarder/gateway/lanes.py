@@ -222,11 +222,16 @@ class Lane:
         if transition.kind in (
             TransitionKind.OPENED, TransitionKind.REOPENED, TransitionKind.DISABLED,
         ):  # fmt: skip
-            self._cancel_probe()
-            self._stop_drain()
-            self.spill()  # arms the probe timer
+            self.hold_for_breaker()
         elif transition.kind is TransitionKind.CLOSED:
             self.reopen()
+
+    def hold_for_breaker(self) -> None:
+        """Everything not started goes to the hold store, and so does every newer task, until
+        the breaker closes; the probe timer is armed."""
+        self._cancel_probe()
+        self._stop_drain()
+        self.spill()  # arms the probe timer
 
     def reopen(self) -> None:
         """The breaker closed (a probe succeeded, or the owner resumed the destination)."""
@@ -543,6 +548,19 @@ class Lanes:
         lane = self._lanes.get(destination)
         if lane is not None:
             lane.reopen()
+
+    def restore_breaker(
+        self, destination: str, opened_at: datetime, next_probe_at: datetime | None
+    ) -> None:
+        """The destination's stored state says its breaker is open (another process opened
+        it): open this process's too (``Breaker.restore``) and hold until its probe."""
+        breaker = self.breakers.get(destination)
+        if breaker.state is not BreakerState.CLOSED or breaker.disabled:
+            return
+        breaker.restore(opened_at, next_probe_at)
+        lane = self._lanes.get(destination)
+        if lane is not None:
+            lane.hold_for_breaker()
 
     def forget_breaker(self, destination: str) -> None:
         """The destination was deleted: its breaker goes, so what its lane held drains (and

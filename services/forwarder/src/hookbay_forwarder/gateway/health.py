@@ -1,0 +1,167 @@
+"""Destination health outside the lanes: what a breaker's transitions change in the store, and
+what the store says of breakers this process did not move itself.
+
+**Transitions → the destination's state.** The lanes report every transition synchronously
+(``transitioned``); one writer task applies them in order through ``DestinationStates`` (the
+code path of the owner's pause and resume: a MongoDB write, then the change log):
+
+- opened, reopened ⇒ ``paused`` / ``breaker`` with the breaker's ``state``, ``opened_at`` and
+  ``next_probe_at``;
+- closed ⇒ ``active``;
+- disabled ⇒ ``disabled`` / ``gone`` or ``sustained_failure``;
+- probing changes nothing stored.
+
+A write that fails (the store away) is tried again after a back-off, ``WRITE_TRIES`` times in
+all, then given up and logged: the lane holds or drains by its breaker whatever the store says,
+and the next transition writes the state again.
+
+**The change log → breakers** (``changed``): a destination whose change was not written by
+this process (its owner's, or another replica's): ``active`` resets its breaker (the owner
+resumed or re-enabled it); ``paused`` / ``breaker`` opens a closed breaker as stored
+(``Lanes.restore_breaker``: after a restart or a rebalance the new owner of the destination
+probes when the old one would have). A change this process wrote itself, or one that arrives
+while a write of its destination is under way here, is its own echo and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+from typing import Final, Protocol
+
+from hookbay_common.destination_state import DestinationStates, held_by_breaker
+from hookbay_common.errors import DestinationNotFound
+from hookbay_common.logs import get_logger
+from hookbay_common.models import BreakerState, Destination, DestinationState, StateReason
+from hookbay_forwarder.gateway.breaker import Transition, TransitionKind
+from hookbay_forwarder.gateway.clock import Clock, SystemClock
+from hookbay_forwarder.gateway.deliver import DestinationLookup
+
+log = get_logger("hookbay.forwarder.health")
+
+WRITE_TRIES: Final = 5
+WRITE_BACKOFF: Final = (1.0, 5.0, 15.0, 60.0)
+
+
+class BreakerControl(Protocol):
+    """``Lanes``' side of it."""
+
+    def reset_breaker(self, destination: str) -> None: ...
+
+    def restore_breaker(
+        self, destination: str, opened_at: datetime, next_probe_at: datetime | None
+    ) -> None: ...
+
+
+class DestinationHealth:
+    def __init__(
+        self,
+        view: DestinationLookup,
+        states: DestinationStates,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self._view = view
+        self._states = states
+        self._clock = clock or SystemClock()
+        self._queue: asyncio.Queue[Transition] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+        self._pending: dict[str, int] = {}
+        self._written: dict[str, datetime] = {}
+
+    # --- transitions → the store --------------------------------------------------------------
+
+    def transitioned(self, transition: Transition) -> None:
+        """A breaker's transition (the lanes' ``on_transition``): written in the background."""
+        if transition.kind is TransitionKind.PROBING:
+            return
+        destination = transition.destination
+        self._pending[destination] = self._pending.get(destination, 0) + 1
+        self._queue.put_nowait(transition)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_loop(), name="destination-health")
+
+    async def idle(self) -> None:
+        """Every transition reported so far is written (or given up)."""
+        await self._queue.join()
+
+    async def close(self, grace: float) -> None:
+        if self._writer is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), grace)
+        self._writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._writer
+
+    async def _write_loop(self) -> None:
+        while True:
+            transition = await self._queue.get()
+            try:
+                await self._apply(transition)
+            finally:
+                left = self._pending.get(transition.destination, 1) - 1
+                if left > 0:
+                    self._pending[transition.destination] = left
+                else:
+                    self._pending.pop(transition.destination, None)
+                self._queue.task_done()
+
+    async def _apply(self, transition: Transition) -> None:
+        for attempt in range(WRITE_TRIES):
+            destination = self._view.destination_by_id(transition.destination)
+            if destination is None:
+                return  # deleted meanwhile
+            try:
+                stored = await self._store(destination, transition)
+                if stored is not None:
+                    self._written[destination.id] = stored.updated_at
+                return
+            except DestinationNotFound:
+                return
+            except Exception as exc:  # the store away: again after a while
+                log.warning(
+                    "destination_state_unwritten", destination=transition.destination,
+                    kind=transition.kind.value, attempt=attempt + 1, error=type(exc).__name__,
+                )  # fmt: skip
+                if attempt < len(WRITE_BACKOFF):
+                    await self._clock.sleep(WRITE_BACKOFF[attempt])
+        log.error("destination_state_abandoned", destination=transition.destination,
+                  kind=transition.kind.value)  # fmt: skip
+
+    async def _store(self, destination: Destination, transition: Transition) -> Destination | None:
+        username, name = destination.username, destination.name
+        kind = transition.kind
+        if kind in (TransitionKind.OPENED, TransitionKind.REOPENED):
+            return await self._states.breaker_opened(
+                username, name, state=BreakerState(transition.state.value),
+                opened_at=transition.opened_at, next_probe_at=transition.next_probe_at,
+            )  # fmt: skip
+        if kind is TransitionKind.CLOSED:
+            return await self._states.breaker_closed(username, name)
+        if kind is TransitionKind.DISABLED:
+            reason = StateReason(transition.reason or StateReason.SUSTAINED_FAILURE.value)
+            return await self._states.disabled(
+                username, name, reason, opened_at=transition.opened_at
+            )
+        return None
+
+    # --- the change log → breakers ------------------------------------------------------------
+
+    def changed(self, destination: Destination, lanes: BreakerControl) -> None:
+        """A destination entered or changed in the routing view (``on_destination``)."""
+        if self._own(destination):
+            return
+        if destination.state is DestinationState.ACTIVE:
+            lanes.reset_breaker(destination.id)
+        elif held_by_breaker(destination) and destination.breaker.opened_at is not None:
+            lanes.restore_breaker(
+                destination.id, destination.breaker.opened_at, destination.breaker.next_probe_at
+            )
+
+    def _own(self, destination: Destination) -> bool:
+        if self._pending.get(destination.id):
+            return True
+        written = self._written.get(destination.id)
+        return written is not None and destination.updated_at <= written
