@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from pymongo import AsyncMongoClient
 from pymongo.errors import PyMongoError
 
-from hookbay_common.alerts import AlertMetrics, Notifier, Senders, SmtpSettings
+from hookbay_common.alerts import Notifier, create_notifier
 from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import client as db_client
 from hookbay_common.errors import ServiceUnavailable
@@ -145,9 +145,4 @@ def build_notifier(
 ) -> Notifier:
     """The notifier of the owners' alert channels, over ``http``; the API's and the
     commands' (which try each channel once: ``backoff=()``)."""
-    smtp = SmtpSettings(settings.smtp_url, settings.smtp_from) if settings.smtp_url else None
-    senders = Senders(http, smtp=smtp)
-    metrics = AlertMetrics(registry) if registry is not None else None
-    if backoff is None:
-        return Notifier(stores.alert_channels, senders, metrics=metrics)
-    return Notifier(stores.alert_channels, senders, metrics=metrics, backoff=backoff)
+    return create_notifier(stores.alert_channels, settings, http, registry, backoff=backoff)

@@ -1,6 +1,7 @@
 """Breaker transitions become the destination's stored state (through the owner's pause and
 resume code path, published to the change log), and the change log moves the breakers of
-other replicas: in-memory destinations, store and change log, on a manual clock."""
+other replicas, and open and resolve the owner's issues with one notification per issue
+transition: in-memory destinations, store, change log and issues, on a manual clock."""
 
 from __future__ import annotations
 
@@ -9,9 +10,19 @@ from typing import Any
 
 import pytest
 
+from hookbay_common.alerts import IssueTracker
 from hookbay_common.configlog import ConfigPublisher, decode_change
 from hookbay_common.destination_state import DestinationStates
-from hookbay_common.models import Breaker, BreakerState, Destination, DestinationState, StateReason
+from hookbay_common.models import (
+    Breaker,
+    BreakerState,
+    Destination,
+    DestinationState,
+    IssueStatus,
+    IssueType,
+    Notified,
+    StateReason,
+)
 from hookbay_common.secrets_box import SecretBox
 from hookbay_forwarder.gateway import BreakerState as LaneBreakerState
 from hookbay_forwarder.gateway import Lanes, ManualClock
@@ -23,6 +34,7 @@ from tests.support.factories import (
     create_destination_task,
     create_event,
 )
+from tests.support.issues import MemoryIssues, Told
 from tests.support.lanes import FakeDestinations, MemoryDestinations, MemoryHoldStore
 
 P = ("deliveries", 0)
@@ -60,15 +72,20 @@ class Replica:
     """One forwarder's lanes and destination health over the shared store and change log."""
 
     def __init__(
-        self, store: MemoryDestinations, log: ChangeLog, clock: ManualClock, **lanes: Any
-    ) -> None:
+        self, store: MemoryDestinations, log: ChangeLog, clock: ManualClock,
+        issues: MemoryIssues | None = None, told: Told | None = None, **lanes: Any,
+    ) -> None:  # fmt: skip
         RIGS.append(self)
         self.clock = clock
         self.store = store
         self.dests = FakeDestinations(clock)
         self.held = MemoryHoldStore()
         states = DestinationStates(store, ConfigPublisher(log.send, "config", BOX))
-        self.health = DestinationHealth(store, states, clock=clock)
+        tracker = IssueTracker(
+            issues or MemoryIssues(), told or Told(),  # type: ignore[arg-type]
+            now=clock.now,
+        )  # fmt: skip
+        self.health = DestinationHealth(store, states, issues=tracker, clock=clock)
         self.lanes = Lanes(
             self.dests.deliver, lambda d: lane_config(store.destination_by_id(d)), self.held,
             clock=clock, on_transition=self.health.transitioned, **lanes,
@@ -101,9 +118,11 @@ class World:
         self.clock = ManualClock()
         self.store = MemoryDestinations()
         self.log = ChangeLog()
+        self.issues = MemoryIssues()
+        self.told = Told()
         fields: dict[str, Any] = {"max_concurrency": 1, "breaker": TRIP, **destination}
         self.billing = self.store.add(create_destination(**fields))
-        self.one = Replica(self.store, self.log, self.clock)
+        self.one = Replica(self.store, self.log, self.clock, self.issues, self.told)
 
     @property
     def stored(self) -> Destination:
@@ -236,3 +255,45 @@ class TestChangeLog:
         await two.health.idle()
         assert two.started(world.billing) == later
         assert world.stored.state is DestinationState.ACTIVE
+
+
+class TestIssues:
+    async def test_opening_opens_a_delivery_issue_told_once(self) -> None:
+        world = World()
+        await failing(world)
+        await world.settle(30)  # two failed probes: counted on the issue, told nothing more
+        assert world.told.kinds() == [("delivery", Notified.OPENED)]
+        [issue] = world.issues.by_id.values()
+        assert (issue.type, issue.status, issue.destination, issue.reason) == (
+            IssueType.DELIVERY, IssueStatus.OPEN, world.billing.name, "breaker",
+        )  # fmt: skip
+        assert issue.count == 3
+
+    async def test_closing_resolves_it(self) -> None:
+        world = World()
+        await failing(world)
+        world.one.dests.answers[world.billing.id] = 200
+        await world.settle(10)
+        assert world.told.kinds() == [
+            ("delivery", Notified.OPENED),
+            ("delivery", Notified.RESOLVED),
+        ]
+        [issue] = world.issues.by_id.values()
+        assert issue.status is IssueStatus.RESOLVED
+
+    async def test_disabled_opens_a_disabled_issue(self) -> None:
+        world = World()
+        await failing(world, status=410)
+        assert world.told.kinds() == [("disabled", Notified.OPENED)]
+        [issue] = world.issues.by_id.values()
+        assert (issue.type, issue.reason) == (IssueType.DISABLED, "gone")
+
+    async def test_sustained_failure_adds_a_disabled_issue_to_the_delivery_one(self) -> None:
+        world = World()
+        await failing(world)
+        await world.settle(700)
+        assert world.told.kinds() == [
+            ("delivery", Notified.OPENED), ("disabled", Notified.OPENED),
+        ]  # fmt: skip
+        disabled = [i for i in world.issues.by_id.values() if i.type is IssueType.DISABLED]
+        assert [i.reason for i in disabled] == ["sustained_failure"]

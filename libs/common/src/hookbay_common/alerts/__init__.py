@@ -5,7 +5,7 @@ email shapes; ``signing``: Standard Webhooks signatures). docs/owners/alerts.md.
 
 from hookbay_common.alerts.issues import IssueTracker
 from hookbay_common.alerts.messages import Notification, issue_view
-from hookbay_common.alerts.notifier import AlertMetrics, Notifier
+from hookbay_common.alerts.notifier import AlertMetrics, Notifier, create_notifier
 from hookbay_common.alerts.senders import ChannelError, Senders, SmtpSettings
 from hookbay_common.alerts.signing import check_secret, new_secret, sign
 
@@ -18,6 +18,7 @@ __all__ = [
     "Senders",
     "SmtpSettings",
     "check_secret",
+    "create_notifier",
     "issue_view",
     "new_secret",
     "sign",

@@ -14,15 +14,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Final
 
+import httpx
 from prometheus_client import CollectorRegistry, Counter
 
 from hookbay_common.alerts.messages import Notification
-from hookbay_common.alerts.senders import ChannelError, Senders
+from hookbay_common.alerts.senders import ChannelError, Senders, SmtpSettings
 from hookbay_common.clock import utcnow
 from hookbay_common.db.alert_channels import AlertChannelRepository
 from hookbay_common.logs import get_logger
 from hookbay_common.metrics import name
 from hookbay_common.models import AlertChannel
+from hookbay_common.settings import Settings
 
 log = get_logger("hookbay.alerts")
 
@@ -136,3 +138,22 @@ class Notifier:
             await self._channels.mark_sent(channel.id, self._now())
         except Exception:
             log.exception("alert_channel_unmarked", channel=channel.id)
+
+
+def create_notifier(
+    channels: AlertChannelRepository,
+    settings: Settings,
+    http: httpx.AsyncClient,
+    registry: CollectorRegistry | None,
+    *,
+    backoff: Sequence[float] | None = None,
+) -> Notifier:
+    """The notifier of the owners' alert channels over ``http`` (closed by the caller), with
+    the installation's SMTP server for email channels; every process that tells owners of
+    their issues builds it here (the dashboard, its commands, the forwarder)."""
+    smtp = SmtpSettings(settings.smtp_url, settings.smtp_from) if settings.smtp_url else None
+    senders = Senders(http, smtp=smtp)
+    metrics = AlertMetrics(registry) if registry is not None else None
+    if backoff is None:
+        return Notifier(channels, senders, metrics=metrics)
+    return Notifier(channels, senders, metrics=metrics, backoff=backoff)

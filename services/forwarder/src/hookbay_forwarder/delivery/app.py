@@ -6,7 +6,7 @@ attempts, ordered per owner), ``<namespace>.forwarder-tasks`` on the retry tiers
 destination's lane). The routing view (webhooks with routes, destinations) follows the
 configuration change log. Each destination's circuit breaker lives in the lanes; its
 transitions become the destination's stored state (``gateway.health``), published to the same
-change log. The ``Process`` contract (start, run, stop, readiness and liveness) is
+change log, and open or resolve the owner's issues, told to their alert channels. The ``Process`` contract (start, run, stop, readiness and liveness) is
 in ``hookbay_forwarder.process``; readiness here also needs the producer able to send and the
 routing view following the change log.
 """
@@ -18,11 +18,19 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import httpx
 from pymongo.errors import PyMongoError
 
+from hookbay_common.alerts import IssueTracker, create_notifier
 from hookbay_common.changelog import ChangeLog
 from hookbay_common.configlog import ConfigPublisher
-from hookbay_common.db import DestinationRepository, HoldRepository, WebhookRepository
+from hookbay_common.db import (
+    AlertChannelRepository,
+    DestinationRepository,
+    HoldRepository,
+    IssueRepository,
+    WebhookRepository,
+)
 from hookbay_common.db import client as db_client
 from hookbay_common.destination_state import DestinationStates
 from hookbay_common.kafka import create_consumer, ensure_configured_topics
@@ -111,11 +119,16 @@ class Forwarder:
             on_destination_deleted=self._destination_deleted,
         )  # fmt: skip
         self.handlers.router = Router(self.view, self.handlers.write, self.topics)
+        self.alert_http = httpx.AsyncClient(timeout=10.0, follow_redirects=False)
+        self.notifier = create_notifier(
+            AlertChannelRepository(db, box), settings, self.alert_http, self.metrics.registry
+        )
         self.health = DestinationHealth(
             self.view,
             DestinationStates(
                 destinations, ConfigPublisher(self._send_config, self.topics.config, box)
             ),
+            issues=IssueTracker(IssueRepository(db), self.notifier),
         )
         self.lanes = Lanes(
             DestinationDelivery(
@@ -245,6 +258,8 @@ class Forwarder:
         await self.view.stop()
         await self.producer.stop()  # flushes what is still queued (bounded)
         await self.deliverer.aclose()
+        await self.notifier.close()  # notifications still waiting for a retry are given up
+        await self.alert_http.aclose()
         await self.mongo.close()
         log.info("forwarder_stopped")
 

@@ -11,9 +11,17 @@ code path of the owner's pause and resume: a MongoDB write, then the change log)
 - disabled ⇒ ``disabled`` / ``gone`` or ``sustained_failure``;
 - probing changes nothing stored.
 
+When an ``IssueTracker`` is given, the same transitions open and resolve the owner's issues
+once the state is written: opened ⇒ an occurrence of the destination's ``delivery`` issue
+(reason ``breaker``; a reopening counts on it), disabled ⇒ one of its ``disabled`` issue
+(reason ``gone`` / ``sustained_failure``), closed ⇒ its ``delivery`` issue resolved. The tracker
+sends one notification per issue transition to the owner's channels (``Notifier``), never one
+per failed attempt.
+
 A write that fails (the store away) is tried again after a back-off, ``WRITE_TRIES`` times in
 all, then given up and logged: the lane holds or drains by its breaker whatever the store says,
-and the next transition writes the state again.
+and the next transition writes the state again. The state and the issue are tried apart, so a
+failing issue write never writes the state twice.
 
 **The change log → breakers** (``changed``): a destination whose change was not written by
 this process (its owner's, or another replica's): ``active`` resets its breaker (the owner
@@ -27,13 +35,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Final, Protocol
 
+from hookbay_common.alerts import IssueTracker
 from hookbay_common.destination_state import DestinationStates, held_by_breaker
 from hookbay_common.errors import DestinationNotFound
 from hookbay_common.logs import get_logger
-from hookbay_common.models import BreakerState, Destination, DestinationState, StateReason
+from hookbay_common.models import (
+    BreakerState,
+    Destination,
+    DestinationState,
+    IssueType,
+    StateReason,
+)
 from hookbay_forwarder.gateway.breaker import Transition, TransitionKind
 from hookbay_forwarder.gateway.clock import Clock, SystemClock
 from hookbay_forwarder.gateway.deliver import DestinationLookup
@@ -60,10 +76,12 @@ class DestinationHealth:
         view: DestinationLookup,
         states: DestinationStates,
         *,
+        issues: IssueTracker | None = None,
         clock: Clock | None = None,
     ) -> None:
         self._view = view
         self._states = states
+        self._issues = issues
         self._clock = clock or SystemClock()
         self._queue: asyncio.Queue[Transition] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
@@ -109,26 +127,40 @@ class DestinationHealth:
                 self._queue.task_done()
 
     async def _apply(self, transition: Transition) -> None:
+        destination = self._view.destination_by_id(transition.destination)
+        if destination is None:
+            return  # deleted meanwhile
+
+        async def store() -> None:
+            stored = await self._store(destination, transition)
+            if stored is not None:
+                self._written[destination.id] = stored.updated_at
+
+        if await self._tried("state", transition, store):
+            await self._tried("issue", transition,
+                              lambda: self._tell(destination, transition))  # fmt: skip
+
+    async def _tried(
+        self, what: str, transition: Transition, operation: Callable[[], Awaitable[None]]
+    ) -> bool:
+        """``operation()``, again after a back-off while it fails, ``WRITE_TRIES`` times in
+        all; false when the destination was deleted meanwhile (nothing more to do)."""
         for attempt in range(WRITE_TRIES):
-            destination = self._view.destination_by_id(transition.destination)
-            if destination is None:
-                return  # deleted meanwhile
             try:
-                stored = await self._store(destination, transition)
-                if stored is not None:
-                    self._written[destination.id] = stored.updated_at
-                return
+                await operation()
+                return True
             except DestinationNotFound:
-                return
+                return False
             except Exception as exc:  # the store away: again after a while
                 log.warning(
-                    "destination_state_unwritten", destination=transition.destination,
+                    "destination_health_unwritten", what=what, destination=transition.destination,
                     kind=transition.kind.value, attempt=attempt + 1, error=type(exc).__name__,
                 )  # fmt: skip
                 if attempt < len(WRITE_BACKOFF):
                     await self._clock.sleep(WRITE_BACKOFF[attempt])
-        log.error("destination_state_abandoned", destination=transition.destination,
-                  kind=transition.kind.value)  # fmt: skip
+        log.error("destination_health_abandoned", what=what,
+                  destination=transition.destination, kind=transition.kind.value)  # fmt: skip
+        return True
 
     async def _store(self, destination: Destination, transition: Transition) -> Destination | None:
         username, name = destination.username, destination.name
@@ -146,6 +178,22 @@ class DestinationHealth:
                 username, name, reason, opened_at=transition.opened_at
             )
         return None
+
+    async def _tell(self, destination: Destination, transition: Transition) -> None:
+        if self._issues is None:
+            return
+        username, name = destination.username, destination.name
+        kind = transition.kind
+        if kind in (TransitionKind.OPENED, TransitionKind.REOPENED):
+            await self._issues.occurred(
+                username, IssueType.DELIVERY, destination=name, reason="breaker"
+            )
+        elif kind is TransitionKind.DISABLED:
+            await self._issues.occurred(
+                username, IssueType.DISABLED, destination=name, reason=transition.reason
+            )
+        elif kind is TransitionKind.CLOSED:
+            await self._issues.clear(username, IssueType.DELIVERY, destination=name)
 
     # --- the change log → breakers ------------------------------------------------------------
 
