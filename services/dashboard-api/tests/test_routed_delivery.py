@@ -248,6 +248,65 @@ class TestRoutedDelivery:
         assert done["deliveries"][0]["status"] == "success"
 
 
+class TestBreaker:
+    async def test_opens_holds_then_after_the_probe_delivers_every_held_event_once_in_order(
+        self, stack: Stack
+    ) -> None:
+        owner = await stack.owner()
+        url = stack.receiver.url(Reply(503), Reply(503), Reply(503), then=Reply(200))
+        await make(owner, "/webhooks", {"name": "tripping"})
+        await make(owner, "/destinations", {
+            "name": "shaky", "url": url, "max_concurrency": 1, "retry_schedule": ["0", "1h"],
+            "breaker": {"consecutive": 3, "cooldown_s": 5, "max_cooldown_s": 5},
+        })  # fmt: skip
+        await make(owner, "/webhooks/tripping/routes", {"name": "only", "destination": "shaky"})
+        await stack.routed(owner, "tripping")
+
+        sent = [
+            await stack.send(owner, "tripping", json.dumps({"n": n}).encode()) for n in range(6)
+        ]
+        state: dict[str, Any] = {}
+
+        async def opened() -> bool:
+            nonlocal state
+            state = (await owner.client.get("/api/v1/destinations/shaky")).json()
+            return bool(state["state_reason"] == "breaker")
+
+        await until(opened, 30, interval=0.05, what="the breaker pauses the destination")
+        assert state["state"] == "paused"
+        assert state["breaker"]["state"] == "open"
+        assert state["breaker"]["opened_at"] is not None
+        assert state["breaker"]["next_probe_at"] is not None
+        assert len(stack.receiver.received(url)) == 3  # the three 503s; the rest is held
+        await stack.forwarder_sees(owner, "shaky", "paused")
+
+        later = [await stack.event(owner, "tripping", r, "success", 1) for r in sent[3:]]
+        earlier = [await stack.event(owner, "tripping", r, "pending", 1) for r in sent[:3]]
+        delivered = event_ids(stack.receiver, url)
+        assert delivered == [e["id"] for e in earlier + later]  # the held ones once, in order
+        codes = [[a["status_code"] for a in e["attempts"]] for e in earlier + later]
+        assert codes == [[503]] * 3 + [[200]] * 3  # the first held one was the probe
+
+        async def closed() -> bool:
+            nonlocal state
+            state = (await owner.client.get("/api/v1/destinations/shaky")).json()
+            return bool(state["state"] == "active")
+
+        await until(closed, 30, interval=0.05, what="the probe closes the breaker")
+        assert (state["state_reason"], state["breaker"]["state"]) == (None, "closed")
+        issues: list[dict[str, Any]] = []
+
+        async def resolved() -> bool:
+            nonlocal issues
+            issues = (await owner.client.get("/api/v1/issues")).json()
+            return any(i["status"] == "resolved" for i in issues)
+
+        await until(resolved, 30, interval=0.05, what="the breaker's issue resolved")
+        assert [(i["type"], i["destination"], i["reason"]) for i in issues] == [
+            ("delivery", "shaky", "breaker"),
+        ]  # fmt: skip
+
+
 class TestRoutedReplay:
     async def test_a_replay_routes_again_and_its_deliveries_alone_give_the_status(
         self, stack: Stack
