@@ -297,3 +297,19 @@ class TestIssues:
         ]  # fmt: skip
         disabled = [i for i in world.issues.by_id.values() if i.type is IssueType.DISABLED]
         assert [i.reason for i in disabled] == ["sustained_failure"]
+
+    async def test_the_owners_resume_resolves_them(self) -> None:
+        world = World()
+        await failing(world, status=410)
+        resumed = await DestinationStates(world.store).resume(
+            world.billing.username, world.billing.name
+        )
+        world.one.follow(resumed)
+        await world.settle()
+        assert world.told.kinds() == [
+            ("disabled", Notified.OPENED),
+            ("disabled", Notified.RESOLVED),
+        ]
+        world.one.follow(resumed)  # the same change again (a reconciliation): nothing more
+        await world.settle()
+        assert len(world.told.notifications) == 2

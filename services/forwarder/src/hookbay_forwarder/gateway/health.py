@@ -16,7 +16,8 @@ once the state is written: opened ⇒ an occurrence of the destination's ``deliv
 (reason ``breaker``; a reopening counts on it), disabled ⇒ one of its ``disabled`` issue
 (reason ``gone`` / ``sustained_failure``), closed ⇒ its ``delivery`` issue resolved. The tracker
 sends one notification per issue transition to the owner's channels (``Notifier``), never one
-per failed attempt.
+per failed attempt. The owner's resume of a destination whose breaker was open here resolves
+both (the problem is the owner's to judge now; a breaker that opens again reopens them).
 
 A write that fails (the store away) is tried again after a back-off, ``WRITE_TRIES`` times in
 all, then given up and logged: the lane holds or drains by its breaker whatever the store says,
@@ -36,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Protocol
 
@@ -63,11 +65,18 @@ WRITE_BACKOFF: Final = (1.0, 5.0, 15.0, 60.0)
 class BreakerControl(Protocol):
     """``Lanes``' side of it."""
 
-    def reset_breaker(self, destination: str) -> None: ...
+    def reset_breaker(self, destination: str) -> bool: ...
 
     def restore_breaker(
         self, destination: str, opened_at: datetime, next_probe_at: datetime | None
     ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Resumed:
+    """The owner resumed a destination whose breaker was open here."""
+
+    destination: str
 
 
 class DestinationHealth:
@@ -83,7 +92,7 @@ class DestinationHealth:
         self._states = states
         self._issues = issues
         self._clock = clock or SystemClock()
-        self._queue: asyncio.Queue[Transition] = asyncio.Queue()
+        self._queue: asyncio.Queue[Transition | _Resumed] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._pending: dict[str, int] = {}
         self._written: dict[str, datetime] = {}
@@ -96,7 +105,10 @@ class DestinationHealth:
             return
         destination = transition.destination
         self._pending[destination] = self._pending.get(destination, 0) + 1
-        self._queue.put_nowait(transition)
+        self._enqueue(transition)
+
+    def _enqueue(self, item: Transition | _Resumed) -> None:
+        self._queue.put_nowait(item)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_loop(), name="destination-health")
 
@@ -115,15 +127,19 @@ class DestinationHealth:
 
     async def _write_loop(self) -> None:
         while True:
-            transition = await self._queue.get()
+            item = await self._queue.get()
             try:
-                await self._apply(transition)
-            finally:
-                left = self._pending.get(transition.destination, 1) - 1
-                if left > 0:
-                    self._pending[transition.destination] = left
+                if isinstance(item, Transition):
+                    await self._apply(item)
                 else:
-                    self._pending.pop(transition.destination, None)
+                    await self._resumed(item.destination)
+            finally:
+                if isinstance(item, Transition):
+                    left = self._pending.get(item.destination, 1) - 1
+                    if left > 0:
+                        self._pending[item.destination] = left
+                    else:
+                        self._pending.pop(item.destination, None)
                 self._queue.task_done()
 
     async def _apply(self, transition: Transition) -> None:
@@ -136,12 +152,25 @@ class DestinationHealth:
             if stored is not None:
                 self._written[destination.id] = stored.updated_at
 
-        if await self._tried("state", transition, store):
-            await self._tried("issue", transition,
+        kind = transition.kind.value
+        if await self._tried("state", destination.id, kind, store):
+            await self._tried("issue", destination.id, kind,
                               lambda: self._tell(destination, transition))  # fmt: skip
 
+    async def _resumed(self, destination_id: str) -> None:
+        destination = self._view.destination_by_id(destination_id)
+        if destination is None or self._issues is None:
+            return
+        issues = self._issues
+
+        async def resolve() -> None:
+            for type_ in (IssueType.DELIVERY, IssueType.DISABLED):
+                await issues.clear(destination.username, type_, destination=destination.name)
+
+        await self._tried("issue", destination_id, "resumed", resolve)
+
     async def _tried(
-        self, what: str, transition: Transition, operation: Callable[[], Awaitable[None]]
+        self, what: str, destination: str, kind: str, operation: Callable[[], Awaitable[None]]
     ) -> bool:
         """``operation()``, again after a back-off while it fails, ``WRITE_TRIES`` times in
         all; false when the destination was deleted meanwhile (nothing more to do)."""
@@ -153,13 +182,13 @@ class DestinationHealth:
                 return False
             except Exception as exc:  # the store away: again after a while
                 log.warning(
-                    "destination_health_unwritten", what=what, destination=transition.destination,
-                    kind=transition.kind.value, attempt=attempt + 1, error=type(exc).__name__,
+                    "destination_health_unwritten", what=what, destination=destination,
+                    kind=kind, attempt=attempt + 1, error=type(exc).__name__,
                 )  # fmt: skip
                 if attempt < len(WRITE_BACKOFF):
                     await self._clock.sleep(WRITE_BACKOFF[attempt])
-        log.error("destination_health_abandoned", what=what,
-                  destination=transition.destination, kind=transition.kind.value)  # fmt: skip
+        log.error("destination_health_abandoned", what=what, destination=destination,
+                  kind=kind)  # fmt: skip
         return True
 
     async def _store(self, destination: Destination, transition: Transition) -> Destination | None:
@@ -202,7 +231,8 @@ class DestinationHealth:
         if self._own(destination):
             return
         if destination.state is DestinationState.ACTIVE:
-            lanes.reset_breaker(destination.id)
+            if lanes.reset_breaker(destination.id):
+                self._enqueue(_Resumed(destination.id))
         elif held_by_breaker(destination) and destination.breaker.opened_at is not None:
             lanes.restore_breaker(
                 destination.id, destination.breaker.opened_at, destination.breaker.next_probe_at

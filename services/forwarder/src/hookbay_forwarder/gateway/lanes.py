@@ -537,17 +537,18 @@ class Lanes:
         if lane is not None:
             lane.configure(config)
 
-    def reset_breaker(self, destination: str) -> None:
+    def reset_breaker(self, destination: str) -> bool:
         """The owner resumed or re-enabled the destination: its breaker closes with an empty
         window (no transition is reported: the owner's write is the destination's state) and
-        the lane drains what it held."""
+        the lane drains what it held. Whether it was open (or disabled)."""
         breaker = self.breakers.get(destination)
         if breaker.state is BreakerState.CLOSED and not breaker.disabled:
-            return
+            return False
         breaker.reset()
         lane = self._lanes.get(destination)
         if lane is not None:
             lane.reopen()
+        return True
 
     def restore_breaker(
         self, destination: str, opened_at: datetime, next_probe_at: datetime | None
