@@ -125,7 +125,8 @@ class TestDestinationDelivery:
                    {"status_code": 503})  # fmt: skip
         deliver, written = delivery(Scripted(*answers), own)
         task = create_destination_task(destination=own.id)
-        await deliver(task)
+        answered = await deliver(task)
+        assert (answered.status, answered.retry_after_s) == (429, 120.0)  # for the breaker
         attempt = decode_attempt(written.messages[0].value)
         assert attempt.next_retry_at is not None
         assert (attempt.next_retry_at - attempt.started_at).total_seconds() == 120
@@ -135,6 +136,12 @@ class TestDestinationDelivery:
         last = decode_destination_task(written.messages[-1].value)
         assert (await deliver(last)).outcome == "failed"  # the schedule's 3 attempts are made
         assert len(written.messages) == 5
+
+    async def test_no_answer_is_a_status_of_none(self) -> None:
+        own = create_destination()
+        deliver, _ = delivery(Scripted({"error": "connect failed"}), own)
+        answered = await deliver(create_destination_task(destination=own.id))
+        assert (answered.status, answered.attempted) == (None, True)
 
     async def test_a_refused_answer_fails_at_once(self) -> None:
         own = create_destination()
@@ -147,7 +154,8 @@ class TestDestinationDelivery:
         deliverer = Scripted()
         deliver, written = delivery(deliverer)
         task = create_destination_task()
-        assert (await deliver(task)).outcome == "failed"
+        answered = await deliver(task)
+        assert (answered.outcome, answered.attempted) == ("failed", False)  # the breaker: nothing
         assert deliverer.calls == []
         (record,) = written.messages
         assert is_delivery_record(record.value)

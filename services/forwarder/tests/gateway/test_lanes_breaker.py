@@ -157,6 +157,20 @@ class TestProbe:
         await rig.clock.advance(30)
         assert rig.started() == ids  # started in order
 
+    async def test_nothing_else_goes_out_while_the_probe_runs(self) -> None:
+        rig = Rig(max_concurrency=4)
+        ids = await opened(rig, count=20)
+        rig.dests.answers["dst_a"] = 200
+        rig.dests.latency["dst_a"] = 2.0
+        first = len(rig.started())  # up to four were running when it opened
+        await rig.clock.advance(11)  # the probe went out at t=10 and runs until t=12
+        assert len(rig.started()) == first + 1
+        assert rig.dests.most_active["dst_a"] == 1
+        await rig.clock.advance(1)  # closed at t=12: four at a time again
+        assert rig.dests.active["dst_a"] == 4
+        await rig.clock.advance(20)
+        assert sorted(rig.started()) == sorted(ids)
+
     async def test_a_failed_probe_reopens_with_twice_the_cool_down(self) -> None:
         rig = Rig()
         await opened(rig)
