@@ -173,7 +173,7 @@ class TestProbe:
 
     async def test_a_failed_probe_reopens_with_twice_the_cool_down(self) -> None:
         rig = Rig()
-        await opened(rig)
+        ids = await opened(rig)
         await rig.clock.advance(10)  # probe 1 fails: next in 20 s
         await rig.clock.advance(19.9)
         assert len(rig.started()) == 4
@@ -183,6 +183,9 @@ class TestProbe:
         assert [s.at for s in rig.dests.starts[3:]] == [10.0, 30.0, 70.0]
         reopened = [t for t in rig.transitions if t.kind is TransitionKind.REOPENED]
         assert [t.cooldown_s for t in reopened] == [20.0, 40.0, 40.0]
+        rig.dests.answers["dst_a"] = 200
+        await rig.clock.advance(40)
+        assert rig.started() == ids  # each once, in order: the failed probes were the oldest
 
     async def test_the_probe_respects_retry_after(self) -> None:
         rig = Rig()

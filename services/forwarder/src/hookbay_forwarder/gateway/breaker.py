@@ -300,7 +300,6 @@ class Breaker:
         self._clear()
         self.state = BreakerState.OPEN
         self._current = next(self._generation)
-        self._level = 1
         self._opened_at = opened_at
         self._open_since = now - max(0.0, (wall - opened_at).total_seconds())
         ahead = (next_probe_at - wall).total_seconds() if next_probe_at is not None else 0.0
