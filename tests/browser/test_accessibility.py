@@ -13,7 +13,10 @@ import pytest
 from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Browser, Page, expect
 
+from hookbay_common.alerts.issues import IssueTracker
 from hookbay_common.clock import utcnow
+from hookbay_common.db.issues import IssueRepository
+from hookbay_common.models import IssueType
 from tests.browser.conftest import PASSWORD, SCREENSHOTS, Owner, Stack
 from tests.browser.test_stats import counts, seed_stats
 from tests.support.receiver import Reply
@@ -96,6 +99,13 @@ async def gateway_config(owner: Owner, hook: dict[str, Any], stack: Stack) -> No
     for route in routes:
         response = await owner.api.post(f"/api/v1/webhooks/{hook['name']}/routes", json=route)
         assert response.status_code == 201, response.text
+    await IssueTracker(IssueRepository(stack.db), None).occurred(
+        owner.username, IssueType.DELIVERY, destination="billing", reason="breaker"
+    )
+    channel = {"type": "webhook", "url": stack.receiver.url(),
+               "secret": "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"}  # fmt: skip
+    response = await owner.api.post("/api/v1/alert-channels", json=channel)
+    assert response.status_code == 201, response.text
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -121,6 +131,8 @@ async def test_every_screen_has_no_serious_finding(
         ("bulk-replay", f"/webhooks/{name}/replay", "will be delivered again"),
         ("destinations", "/destinations", "New destination"),
         ("destination-detail", "/destinations/billing", "Settings of billing"),
+        ("issues", "/issues", "Deliveries failing"),
+        ("alert-channels", "/alert-channels", "New alert channel"),
         ("routes", f"/webhooks/{name}/routes", "big-orders"),
         ("route-editor", f"/webhooks/{name}/routes", "matched"),
         ("tokens", "/tokens", "Create token"),

@@ -8,7 +8,7 @@ import {
 } from "@tanstack/react-router";
 import { ApiError } from "./api/client";
 import { meQuery } from "./api/queries";
-import type { StatusFilter } from "./api/types";
+import type { IssueStatus, StatusFilter } from "./api/types";
 import { BareLayout, Layout } from "./components/Layout";
 import { Admin } from "./pages/Admin";
 import { BulkReplay } from "./pages/BulkReplay";
@@ -132,6 +132,21 @@ const destinationRoute = createRoute({
     "DestinationDetail",
   ),
 });
+const issuesRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "issues",
+  validateSearch: (s: Record<string, unknown>): { status?: IssueStatus } => ({
+    status: ["open", "acknowledged", "resolved", "ignored"].includes(String(s.status))
+      ? (s.status as IssueStatus)
+      : undefined,
+  }),
+  component: lazyRouteComponent(() => import("./features/issues/Issues"), "Issues"),
+});
+const channelsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "alert-channels",
+  component: lazyRouteComponent(() => import("./features/alerts/AlertChannels"), "AlertChannels"),
+});
 const tokensRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "tokens",
@@ -150,6 +165,8 @@ const routeTree = rootRoute.addChildren([
     routesRoute,
     destinationsRoute,
     destinationRoute,
+    issuesRoute,
+    channelsRoute,
     tokensRoute,
     adminRoute,
   ]),

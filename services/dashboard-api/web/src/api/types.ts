@@ -44,3 +44,10 @@ export type RouteCreate = S["RouteCreate"];
 export type RouteDraft = S["RouteDraft"];
 export type DryRunResult = S["DryRunResult"];
 export type DryRunEvent = S["DryRunEvent"];
+
+export type Issue = S["IssueRead"];
+export type IssueStatus = S["IssueStatus"];
+export type AlertChannel = S["AlertChannelRead"];
+export type AlertChannelCreate = S["AlertChannelCreate"];
+export type AlertChannelType = S["AlertChannelType"];
+export type Breaker = S["BreakerRead"];

@@ -70,6 +70,8 @@ export function Layout() {
     { to: "/", label: "Overview" },
     { to: "/webhooks", label: "Webhooks" },
     { to: "/destinations", label: "Destinations" },
+    { to: "/issues", label: "Issues" },
+    { to: "/alert-channels", label: "Alerts" },
     { to: "/tokens", label: "API tokens" },
     ...(me?.role === "admin" ? [{ to: "/admin", label: "Admin" }] : []),
   ] as const;

@@ -38,6 +38,25 @@ export function bytes(n: number | undefined | null): string {
 }
 
 /** A duration in milliseconds: "250 ms", "2.5 s"; "—" for none. */
+/** Seconds in at most two whole units: 30 s, 2 min, 30 min, 3 d, 1 d 12 h. */
+export function duration(seconds: number): string {
+  const units: [number, string][] = [
+    [86_400, "d"],
+    [3_600, "h"],
+    [60, "min"],
+    [1, "s"],
+  ];
+  const parts: string[] = [];
+  let rest = Math.round(seconds);
+  for (const [size, name] of units) {
+    if (rest >= size && parts.length < 2) {
+      parts.push(`${Math.floor(rest / size)} ${name}`);
+      rest %= size;
+    }
+  }
+  return parts.length ? parts.join(" ") : "0 s";
+}
+
 export function millis(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return "—";
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;

@@ -6,6 +6,7 @@ import { NotFound } from "../../pages/Errors";
 import { DestinationActions } from "./actions";
 import { destinationQuery, forwardWebhook } from "./api";
 import { DestinationForm } from "./DestinationForm";
+import { Health } from "./Health";
 import { rateText, StateBadge } from "./StateBadge";
 
 const route = getRouteApi("/_app/destinations/$dest");
@@ -67,6 +68,7 @@ export function DestinationDetail() {
               <Time iso={data.updated_at} />
             </dd>
           </dl>
+          <Health breaker={data.breaker} />
           <DestinationForm destination={data} />
         </>
       )}
