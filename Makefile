@@ -152,7 +152,7 @@ bench: install web
 	$(UV) run --frozen python scripts/bench.py
 
 # the chaos suite: its own servers on their own ports (.cache/chaos-run), never the
-# `make run` or `make test` ones; ~70 min (17 scenarios ~30, listen ~6, fuzzing ~7, soak 30); figures in
+# `make run` or `make test` ones; ~80 min (18 scenarios ~40, listen ~6, fuzzing ~7, soak 30); figures in
 # docs/reliability.md. CHAOS_ARGS="--scenarios kafka-restart --soak-minutes 0 --fuzz 0" for one part.
 chaos: install
 	$(UV) run --frozen python -m scripts.chaos $(CHAOS_ARGS)

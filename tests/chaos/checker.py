@@ -104,8 +104,8 @@ def check(
     delivered: Counter[tuple[str, str]] = Counter()
     paths: dict[str, set[str]] = {}
     for delivery in deliveries:
-        if int(delivery["status"]) != 200:
-            continue
+        if int(delivery["status"]) != 200 or "notification" in delivery:
+            continue  # an issue notification is not an event's delivery
         request_id = str(delivery["request_id"])
         delivered[request_id, str(delivery.get("path", ""))] += 1
         paths.setdefault(request_id, set()).add(str(delivery.get("path", "")))

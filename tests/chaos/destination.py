@@ -7,6 +7,10 @@ body, ``status`` answered (0: held until the forwarder gave up), ``at`` (``time.
 ``concurrent``: the requests to the same path in flight when it arrived, itself included (1: it
 overlapped no other). Bodies are not kept: a run moves gigabytes.
 
+A request to ``/_alerts/<owner>`` is an owner's issue notification (a signed-webhook alert
+channel): always answered 200, and written down with ``notification`` (its ``type``) and the
+issue's ``issue_type`` and ``destination`` instead of event headers.
+
 Modes, set by ``POST /_chaos/mode`` with ``{"mode": ...}``: ``ok`` (200), ``unavailable`` (503),
 ``hang`` (no answer until the forwarder's timeout ends the request), ``slow`` (200 after
 ``SLOW`` seconds) and ``flaky`` (``FLAKY``); with ``"paths": [...]`` the mode applies to those
@@ -60,13 +64,14 @@ class Destination:
 
     async def _request(self, scope: Scope, receive: Receive, send: Send, concurrent: int) -> None:
         control = scope["path"] == "/_chaos/mode"
+        alert = scope["path"].startswith("/_alerts/")
         digest, size, kept = hashlib.sha256(), 0, bytearray()
         while True:
             message = await receive()
             chunk = message.get("body", b"")
             digest.update(chunk)
             size += len(chunk)
-            if control:
+            if control or alert:
                 kept += chunk
             if not message.get("more_body"):
                 break
@@ -84,6 +89,15 @@ class Destination:
                     self.mode = mode
             answer = {"mode": self.mode, "paths": self.by_path}
             return await _answer(send, 200, json.dumps(answer).encode())
+        if alert:
+            told = json.loads(kept)
+            issue = told.get("issue", {})
+            self._write({
+                "request_id": "", "path": scope["path"], "status": 200, "at": time.time(),
+                "notification": told.get("type"), "issue_type": issue.get("type"),
+                "destination": issue.get("destination"),
+            })  # fmt: skip
+            return await _answer(send, 200, b"ok")
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         mode = self.by_path.get(scope["path"], self.mode)
         status = MODES[mode]

@@ -20,7 +20,7 @@ from hookbay_common.db.documents import body_to_document
 from hookbay_common.models import RateLimit, RatePeriod
 from tests.chaos.checker import Verdict, check
 from tests.chaos.destination import SLOW
-from tests.chaos.stack import Infra, Stack
+from tests.chaos.stack import ROUTED_DESTINATION, Infra, Stack
 from tests.support.waiting import until
 
 DRAIN = 300.0
@@ -59,6 +59,8 @@ class Scenario:
     """The ``forward_url`` owners' webhooks as ``hookbay-admin migrate`` leaves them."""
     rate: float | None = None
     """The scenario's own load (events/s) instead of the suite's ``--rate``."""
+    alerts: bool = False
+    """Each routed owner has an alert channel (``Stack.alerts``)."""
 
 
 async def _hold(stack: Stack, since: float, times: float = 1.0) -> None:
@@ -285,6 +287,74 @@ async def half_the_destinations_hang(stack: Stack) -> None:
     }  # fmt: skip
 
 
+DOWN_WINDOW: Final = 300.0
+"""How long the down destinations answer 503 (the issue's "down for 5 minutes")."""
+DOWN_RATE: Final = 40.0
+"""The down scenario's load: below saturation, so that five minutes of held deliveries and
+their drain stay within the suite's drain time on 2 cores."""
+MAX_PROBES: Final = 5
+"""Attempts a down destination may get from ``SETTLE`` s into the outage to its end: its breaker
+opened within seconds, then one probe per cool-down (30 s doubling: 3 in 5 minutes)."""
+
+
+async def routed_destinations_down(stack: Stack) -> None:
+    """Every routed owner's first destination answers 503 for ``DOWN_WINDOW`` s while their
+    second keeps answering; the window is kept in ``controls`` for ``down_verified``."""
+    paths = [f"/{owner}" for owner in stack.routed]
+    start = time.time()
+    await stack.destination_mode("unavailable", paths)
+    await asyncio.sleep(DOWN_WINDOW)
+    end = time.time()
+    await stack.destination_mode(None, paths)
+    stack.controls["down"] = {"window": [start, end], "ok": False}
+
+
+def down_verified(stack: Stack, topic_order: list[str]) -> None:
+    """After the drain: while down, each first destination got at most ``MAX_PROBES``
+    attempts (held, not hammered); each owner's alert channel heard exactly one
+    ``issue.opened`` and one ``issue.resolved``, both about that destination, and nothing about
+    the second; the second destinations' backlog did not grow (5 % of what was sent allowed).
+    Nothing lost and everything delivered after recovery: the checker's verdict."""
+    del topic_order
+    start, end = stack.controls["down"]["window"]
+    owner_of = {str(a["request_id"]): _owner_of(stack, a) for a in stack.accepted()}
+    probes: dict[str, int] = {f"/{owner}": 0 for owner in stack.routed}
+    told: dict[str, list[tuple[str, str]]] = {owner: [] for owner in stack.routed}
+    second: dict[str, float] = {}
+    for d in stack.deliveries():
+        path = str(d["path"])
+        if "notification" in d:
+            owner = path.removeprefix("/_alerts/")
+            told.setdefault(owner, []).append((str(d["notification"]), str(d["destination"])))
+        elif path in probes and start + SETTLE <= float(d["at"]) <= end:
+            probes[path] += 1
+        elif path.endswith("/2") and d["status"] == 200:
+            second.setdefault(str(d["request_id"]), float(d["at"]))
+    expected = [("issue.opened", ROUTED_DESTINATION), ("issue.resolved", ROUTED_DESTINATION)]
+    alerts_ok = all(sorted(told.get(owner, [])) == expected for owner in stack.routed)
+
+    def backlog(at: float) -> int:
+        return sum(
+            1 for a in stack.accepted()
+            if a["answered"] <= at and owner_of[str(a["request_id"])] in stack.routed
+            and second.get(str(a["request_id"]), float("inf")) > at
+        )  # fmt: skip
+
+    sent = sum(
+        1 for a in stack.accepted()
+        if start + SETTLE <= a["answered"] <= end and owner_of[str(a["request_id"])] in stack.routed
+    )  # fmt: skip
+    grew = backlog(end) - backlog(start + SETTLE)
+    stack.controls["down"] = {
+        "down_s": round(end - start, 1), "destinations": len(probes),
+        "max_attempts_while_down": max(probes.values(), default=0),
+        "notifications": sum(len(t) for t in told.values()),
+        "alerts_ok": alerts_ok, "second_sent": sent, "second_backlog_growth": grew,
+        "ok": max(probes.values(), default=0) <= MAX_PROBES and alerts_ok
+        and grew <= KEEP_UP * sent,
+    }  # fmt: skip
+
+
 def serial_in_order(stack: Stack, topic_order: list[str]) -> None:
     """``max_concurrency: 1`` held: no attempt to a routed destination overlapped another, and
     each destination's first deliveries came in the order its owner's events are on the
@@ -395,6 +465,16 @@ SCENARIOS = [
         rate=HANG_RATE,
     ),
     Scenario(
+        "routed-destination-down",
+        f"every routed owner's first destination answers 503 for {DOWN_WINDOW / 60:g} min at "
+        f"{DOWN_RATE:g} events/s: held, one alert each, delivered after; the second unaffected",
+        routed_destinations_down,
+        fan_out=2,
+        verify=down_verified,
+        rate=DOWN_RATE,
+        alerts=True,
+    ),
+    Scenario(
         "forward-url-routed",
         "every forward_url delivered as its route (migrated); kill -9 of the forwarder",
         _killed("forwarder"),
@@ -421,6 +501,7 @@ async def run(
         fan_out=scenario.fan_out,
         routed_fields=scenario.routed_fields,
         forward_routes=scenario.forward_routes,
+        alerts=scenario.alerts,
     ) as stack:
         await stack.start_load(rate)
         await until(lambda: len(stack.accepted()) >= rate * timing.warm * 0.8, 120, interval=0.2,

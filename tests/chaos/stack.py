@@ -36,9 +36,11 @@ from hookbay_common.db import (
     WebhookRepository,
 )
 from hookbay_common.db import client as db_client
+from hookbay_common.db.alert_channels import AlertChannelRepository
 from hookbay_common.db.forwarding import keep_forward_route
+from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import create_producer, ensure_configured_topics
-from hookbay_common.models import DestinationState, StateReason
+from hookbay_common.models import AlertChannel, AlertChannelType, DestinationState, StateReason
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_dev.processes import launch
@@ -71,6 +73,7 @@ ROUTED_DESTINATION = "chaos"
 this name (the same URL): both delivery paths under every fault, one delivery per event each.
 With a fan-out of N, N routes to N destinations (``chaos``, ``chaos-2``, …, at ``/<owner>``,
 ``/<owner>/2``, …)."""
+ALERT_SECRET = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"
 ROLES = ("recorder", "forwarder", "stats", "ingest-1", "ingest-2", "dashboard")
 SERVICE_ENV = {
     # retries close together, so a drain after a destination outage takes seconds, not hours
@@ -144,8 +147,12 @@ class Stack:
     def __init__(
         self, infra: Infra, name: str, workdir: Path, hold: float = 10.0, *, fan_out: int = 1,
         routed_fields: dict[str, Any] | None = None, forward_routes: bool = False,
+        alerts: bool = False,
     ) -> None:  # fmt: skip
         self.infra = infra
+        self.alerts = alerts
+        """Each routed owner has an alert channel: a signed webhook to the destination's
+        ``/_alerts/<owner>``."""
         self.fan_out = fan_out
         self.forward_routes = forward_routes
         """The ``forward_url`` owners' webhooks upgraded as ``hookbay-admin migrate`` does (their
@@ -245,6 +252,13 @@ class Stack:
                     routes.append(create_route(name=f"to-{name}", destination=name))
                 routed = {"routes": tuple(routes)}
                 self.routed.append(user.username)
+                if self.alerts:
+                    await AlertChannelRepository(self.db, box).create(AlertChannel(
+                        id=new_id(IdPrefix.ALERT_CHANNEL), username=user.username,
+                        type=AlertChannelType.WEBHOOK, created_at=utcnow(),
+                        url=SecretStr(f"{self.destination}/_alerts/{user.username}"),
+                        secret=SecretStr(ALERT_SECRET),
+                    ))  # fmt: skip
             hook = await webhooks.create(create_webhook(
                 username=user.username, name=f"chaos-{i}", secret=SecretStr(secret), **routed
             ))  # fmt: skip

@@ -208,6 +208,30 @@ class TestProbe:
         assert rig.state() is BreakerState.CLOSED
 
 
+class EarlyClock(ManualClock):
+    """Wakes every sleeper a microsecond before its time, as an event loop may (it runs a timer
+    up to its clock's resolution early)."""
+
+    async def sleep(self, seconds: float) -> None:
+        await super().sleep(seconds - 1e-6 if seconds > 1e-6 else seconds)
+
+
+class TestEarlyWake:
+    async def test_a_probe_timer_woken_early_still_sends_the_probe(self) -> None:
+        rig = Rig()
+        rig.clock = EarlyClock()
+        rig.dests = FakeDestinations(rig.clock)
+        rig.lanes = Lanes(
+            rig.dests.deliver, lambda _: rig.config, rig.store, clock=rig.clock,
+            on_transition=rig.transitions.append,
+        )  # fmt: skip
+        ids = await opened(rig)
+        rig.dests.answers["dst_a"] = 200
+        await rig.clock.advance(11)
+        assert rig.state() is BreakerState.CLOSED
+        assert rig.started() == ids  # the probe, then every held task
+
+
 class TestDisabled:
     async def test_410_disables_and_holds(self) -> None:
         rig = Rig()

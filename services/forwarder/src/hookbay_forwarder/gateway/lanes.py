@@ -264,7 +264,12 @@ class Lane:
         await self._clock.sleep(seconds)
         self._probe_timer = None
         self._lanes.breakers.poll()  # open too long: disabled (the lane holds on)
-        if not self._probe_due() or not self.config.active:
+        if not self.config.active:
+            return
+        if not self._probe_due():
+            # woken a hair before the probe's time (an event loop may run a timer up to its
+            # clock's resolution early): wait again, or nothing would ever send the probe
+            self._arm_probe()
             return
         if self.mode is LaneMode.HOLDING:
             self._ensure_drain()  # the oldest held task comes first: it is the probe
