@@ -355,6 +355,10 @@ class TestRequestOfEvent:
         event = create_event(body=b'{"a": 1e400}')
         assert request_of_event(event).body == '{"a": 1e400}'
 
+    def test_nesting_deeper_than_python_parses_stays_text(self) -> None:
+        body = b"[" * 100_000 + b"]" * 100_000
+        assert request_of_event(create_event(body=body)).body == body.decode()
+
     def test_bytes_that_are_not_utf8_are_replaced(self) -> None:
         event = create_event(body=b"\xff\xfeok", content_type="application/octet-stream")
         assert request_of_event(event).body == "\ufffd\ufffdok"

@@ -126,7 +126,7 @@ class TransformationService:
             request = write.request.to_request()
             try:
                 size = len(request.to_json().encode())
-            except ValueError:
+            except (ValueError, RecursionError):  # infinity (1e400), or nesting past Python's
                 raise InvalidField(("request", "body"), "not a JSON value") from None
             if size > REQUEST_MAX_BYTES:
                 raise PayloadTooLarge(
@@ -155,7 +155,7 @@ def request_of_event(event: Event) -> TransformRequest:
     if _is_json(event.content_type):
         try:
             body = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
-        except ValueError:
+        except (ValueError, RecursionError):  # NaN, 1e400, nesting past Python's: as text
             body = text
     path = f"/w/{event.username}/{event.webhook_name}"
     return TransformRequest(headers=headers, body=body, query=event.query or "", path=path)
