@@ -11,8 +11,11 @@ import httpx
 import pytest
 
 from hookbay_common.configlog import Entity, decode_change
+from hookbay_common.errors import ServiceUnavailable
 from hookbay_common.models import Event
+from hookbay_dashboard.transformations.sandbox import Sandbox
 from hookbay_dashboard.transformations.service import request_of_event
+from hookbay_sandbox import TransformRequest
 from tests.support.dashboard import Dashboard, Owner
 from tests.support.factories import create_event
 from tests.support.kafka import TopicReader
@@ -362,3 +365,33 @@ class TestRequestOfEvent:
     def test_bytes_that_are_not_utf8_are_replaced(self) -> None:
         event = create_event(body=b"\xff\xfeok", content_type="application/octet-stream")
         assert request_of_event(event).body == "\ufffd\ufffdok"
+
+
+class TestSandbox:
+    """The dashboard's own pool, without the API around it (real workers, no other service)."""
+
+    async def test_workers_start_with_the_first_run_and_stop_with_close(self) -> None:
+        sandbox = Sandbox()
+        assert await sandbox.check(IDENTITY) is None
+        assert not sandbox.started  # a check needs no pool
+        result = await sandbox.run("alice", IDENTITY, TransformRequest({}, body=1), {})
+        assert (result.ok, sandbox.started) == (True, True)
+        await sandbox.close()
+        assert not sandbox.started
+        with pytest.raises(ServiceUnavailable):
+            await sandbox.run("alice", IDENTITY, TransformRequest({}, body=1), {})
+
+    async def test_a_spinning_owner_leaves_the_other_worker_to_everyone_else(self) -> None:
+        sandbox = Sandbox()
+        try:
+            spinning = asyncio.create_task(
+                sandbox.run("alice", SPINS, TransformRequest({}, body=1), {})
+            )
+            await asyncio.sleep(0.3)
+            other = await sandbox.run("bob", IDENTITY, TransformRequest({}, body=2), {})
+            assert (other.ok, other.request.body if other.request else None) == (True, 2)
+            assert not spinning.done()  # answered meanwhile, not behind alice's second of CPU
+            spun = await spinning
+            assert (spun.ok, spun.error.kind if spun.error else None) == (False, "timeout")
+        finally:
+            await sandbox.close()

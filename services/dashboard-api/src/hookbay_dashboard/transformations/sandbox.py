@@ -38,6 +38,11 @@ class Sandbox:
         self._checks = asyncio.Semaphore(CONCURRENT_CHECKS)
         self._closed = False
 
+    @property
+    def started(self) -> bool:
+        """Whether the pool's workers run (after the first test call, until ``close``)."""
+        return self._pool is not None
+
     async def _running(self) -> TransformPool:
         if self._pool is None:
             async with self._starting:
