@@ -49,7 +49,7 @@ $(UV):
 	python3 -m venv .cache/tools
 	.cache/tools/bin/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
-.venv/.synced: $(UV) uv.lock pyproject.toml libs/common/pyproject.toml $(wildcard services/*/pyproject.toml) \
+.venv/.synced: $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml) $(wildcard services/*/pyproject.toml) \
              tools/dev/pyproject.toml
 	$(UV) sync --frozen --all-packages --python 3.11 -q
 	@touch $@

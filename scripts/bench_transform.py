@@ -18,7 +18,7 @@ No servers: everything runs in processes of its own on this machine.
    1 s CPU / wall limit, a 32 MiB heap limit and the engine's stack limit: how it ended (the
    engine's error, a crash of the process, or still running after 15 s), with the CPU and wall
    time it took.
-3. **The pool** (``hookbay_forwarder.transform.TransformPool``, the chosen engine, 2 workers):
+3. **The pool** (``hookbay_sandbox.TransformPool``, the chosen engine, 2 workers):
    start-up, round-trip latency per body size through the worker protocol, throughput with 2
    and 8 calls in flight, and each worker's RSS after the run.
 
@@ -271,7 +271,7 @@ def measure_engines(bodies: Path, quick: bool) -> tuple[dict[str, Any], dict[str
 async def measure_pool(bodies: Path, quick: bool) -> dict[str, Any]:
     import asyncio
 
-    from hookbay_forwarder.transform import TransformPool, TransformRequest
+    from hookbay_sandbox import TransformPool, TransformRequest
 
     code = (
         "addHandler('transform', (request, context) => {"
@@ -331,7 +331,7 @@ async def measure_pool(bodies: Path, quick: bool) -> dict[str, Any]:
 def raw_request(path: Path) -> Any:
     """The request of a body file with its body as JSON text, as an event's raw body is handed
     to the pool (never parsed in the calling process)."""
-    from hookbay_forwarder.transform import TransformRequest
+    from hookbay_sandbox import TransformRequest
 
     text = path.read_text()
     body_at = text.index('"body": ') + len('"body": ')

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hookbay_forwarder.transform import Limits, TransformRequest
+from hookbay_sandbox import Limits, TransformRequest
 
 LIMITS = Limits(cpu_s=0.5, memory_mb=32, margin_s=5.0)
 """Half a second of CPU keeps spinning tests short; the wide margin keeps a busy test machine

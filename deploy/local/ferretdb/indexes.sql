@@ -37,6 +37,7 @@ LANGUAGE sql IMMUTABLE AS $$
     WHEN 'held_deliveries' THEN ARRAY['_id', 'destination+page']
     WHEN 'held_lanes' THEN ARRAY['_id', 'held']
     WHEN 'destinations' THEN ARRAY['_id', 'username']
+    WHEN 'transformations' THEN ARRAY['_id', 'username']
     WHEN 'issues' THEN ARRAY['_id', 'username', 'username+key', 'username+status']
     WHEN 'alert_channels' THEN ARRAY['_id', 'username']
     ELSE ARRAY['_id']

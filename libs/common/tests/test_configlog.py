@@ -1,4 +1,5 @@
-"""Change-log records of destinations and of webhooks with routes: sealed, and readable back."""
+"""Change-log records of destinations, transformations and webhooks with routes: sealed, and
+readable back."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 from pydantic import SecretStr
 
+from hookbay_common.clock import utcnow
 from hookbay_common.configlog import (
     ConfigChange,
     Entity,
@@ -13,8 +15,15 @@ from hookbay_common.configlog import (
     destination_key,
     encode_change,
     kafka_key,
+    transformation_key,
 )
-from hookbay_common.models import DestinationState, RateLimit, RatePeriod, StateReason
+from hookbay_common.models import (
+    DestinationState,
+    RateLimit,
+    RatePeriod,
+    StateReason,
+    Transformation,
+)
 from hookbay_common.secrets_box import SecretBox
 from tests.support.factories import (
     TEST_SECRET_KEY,
@@ -46,6 +55,28 @@ class TestDestinationRecords:
         assert kafka_key(key) == b"destination:alice/billing"
         decoded = decode_change(encode_change(ConfigChange.deletion(key), BOX), BOX)
         assert (decoded.key, decoded.deleted, decoded.destination) == (key, True, None)
+
+
+class TestTransformationRecords:
+    def test_round_trip_with_env_values_sealed(self) -> None:
+        now = utcnow()
+        transformation = Transformation(
+            id="trf_01", username="alice", name="shape", code="addHandler('transform', (r) => r)",
+            env={"API_KEY": SecretStr("very-secret-env")}, version=3, created_at=now,
+            updated_at=now,
+        )  # fmt: skip
+        value = encode_change(ConfigChange.of_transformation(transformation), BOX)
+        assert b"very-secret-env" not in value
+        decoded = decode_change(value, BOX)
+        assert decoded.key == (Entity.TRANSFORMATION.value, "alice", "shape")
+        assert decoded.transformation == transformation
+        assert not decoded.deleted
+
+    def test_a_deletion(self) -> None:
+        key = transformation_key("alice", "shape")
+        assert kafka_key(key) == b"transformation:alice/shape"
+        decoded = decode_change(encode_change(ConfigChange.deletion(key), BOX), BOX)
+        assert (decoded.key, decoded.deleted, decoded.transformation) == (key, True, None)
 
 
 class TestWebhookRecords:

@@ -70,6 +70,12 @@ async def _victim(dashboard: Dashboard) -> Victim:
     )
     assert channel.status_code == 201, channel.text
     values["channel_id"] = channel.json()["id"]
+    transformation = await owner.client.post(
+        "/api/v1/transformations",
+        json={"name": "shape", "code": "addHandler('transform', (r) => r)", "env": {"K": "v"}},
+    )
+    assert transformation.status_code == 201, transformation.text
+    values["trf"] = "shape"
     job = await owner.client.post("/api/v1/webhooks/orders/events/replay", json={})
     if job.status_code == 202:
         values["job_id"] = job.json()["id"]
@@ -93,6 +99,7 @@ BODIES: dict[str, dict[str, Any]] = {
         "started_at": "2026-01-01T00:00:00Z", "status_code": 200,
     },
     "/api/v1/webhooks/{name}/routes": {"name": "intruder", "destination": "billing"},
+    "/api/v1/transformations/{trf}/test": {"request": {}},
 }  # fmt: skip
 """Valid bodies, where ``{}`` would be refused (422) before the owner is checked."""
 
@@ -130,6 +137,8 @@ class TestIsolation:
         assert [(r["name"], r["destination"]) for r in routes] == [
             ("forward_url", "orders.forward_url"), ("to-billing", "billing"),
         ]  # fmt: skip
+        shape = (await victim.owner.client.get("/api/v1/transformations/shape")).json()
+        assert shape["version"] == 1
         tokens = (await victim.owner.client.get("/api/v1/tokens")).json()
         assert victim.values["token_id"] in {t["id"] for t in tokens}
         found = await dashboard.runtime.events.get_with_deliveries(victim.values["event_id"])
@@ -166,7 +175,7 @@ class TestIsolation:
     @pytest.mark.parametrize(
         "path",
         ["/api/v1/webhooks", "/api/v1/tokens", "/api/v1/me", "/api/v1/destinations",
-         "/api/v1/issues", "/api/v1/alert-channels"],
+         "/api/v1/issues", "/api/v1/alert-channels", "/api/v1/transformations"],
     )  # fmt: skip
     async def test_lists_show_only_the_callers_own(self, dashboard: Dashboard, path: str) -> None:
         victim = await _victim(dashboard)

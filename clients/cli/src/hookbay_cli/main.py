@@ -460,7 +460,7 @@ def alert_channels_test(channel_id: str, as_json: bool) -> None:
 
 
 # last: the module's commands join the ``hookbay`` group (it imports the helpers above)
-import hookbay_cli.gateway  # noqa: E402, F401
+from hookbay_cli import gateway, transformations  # noqa: E402, F401
 
 
 def main() -> None:

@@ -296,16 +296,22 @@ def migrate_command(state: CliState) -> None:
         human=lambda c: c.print(
             f"indexes ok; {moved} events upgraded to the paged layout; {routed} forward_urls "
             f"given their route; topics created: {', '.join(created) or 'none'}; "
-            f"{published} users, webhooks and destinations published to the change log"
+            f"{published} users, webhooks, destinations and transformations published to the "
+            "change log"
         ),
     )  # fmt: skip
 
 
 async def publish_configuration(rt: Runtime) -> int:
-    """Publish every user, webhook (with its routes) and destination as it is stored (how a
-    migration that rewrote them, or a restored database, reaches the change log); how many
-    were published."""
-    from hookbay_common.db import DestinationRepository, UserRepository, WebhookRepository
+    """Publish every user, webhook (with its routes), destination and transformation as it is
+    stored (how a migration that rewrote them, or a restored database, reaches the change log);
+    how many were published."""
+    from hookbay_common.db import (
+        DestinationRepository,
+        TransformationRepository,
+        UserRepository,
+        WebhookRepository,
+    )
 
     published = 0
     for user in await UserRepository(rt.db).list_all():
@@ -314,6 +320,8 @@ async def publish_configuration(rt: Runtime) -> int:
         published += await rt.config.webhook_changed(webhook)
     for destination in await DestinationRepository(rt.db, rt.box).list_all():
         published += await rt.config.destination_changed(destination)
+    for transformation in await TransformationRepository(rt.db, rt.box).list_all():
+        published += await rt.config.transformation_changed(transformation)
     return published
 
 

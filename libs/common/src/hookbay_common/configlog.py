@@ -1,14 +1,16 @@
-"""The configuration change log: how a change to a user, a webhook (with its routes) or a
-destination reaches every replica that keeps a view of the configuration.
+"""The configuration change log: how a change to a user, a webhook (with its routes), a
+destination or a transformation reaches every replica that keeps a view of the configuration.
 
 Every writer (the dashboard API, the ``hookbay-admin`` CLI, the admin endpoints, ``hookbay-admin migrate``)
 publishes each change to the compacted topic ``Topics.config`` *after* its MongoDB write: the
-record as stored (a webhook's secrets, its ``verification``'s included, and a destination's
-header values sealed with ``SecretBox``, never in clear; a user without
+record as stored (a webhook's secrets, its ``verification``'s included, a destination's
+header values and a transformation's env values sealed with ``SecretBox``, never in clear; a
+user without
 its password hash), or a deletion. Replicas follow the topic (``hookbay_common.changelog``) and
 apply each change to their in-memory view: ingest's (``hookbay_ingest.view``) holds users and
 webhooks and skips destinations; the forwarder's (``hookbay_forwarder.routing.view``) holds the
-webhooks that have routes and every destination, and skips users.
+webhooks that have routes and every destination, and skips users. Both skip transformations
+until routes run them.
 
 Compatibility: a webhook's record carries ``routes`` only when it has some, and a
 ``verification`` only when it has one, so a record of a webhook without them reads on a replica
@@ -37,7 +39,7 @@ from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
 from hookbay_common.logs import get_logger
-from hookbay_common.models import Destination, User, Webhook, WebhookVerification
+from hookbay_common.models import Destination, Transformation, User, Webhook, WebhookVerification
 from hookbay_common.secrets_box import SecretBox
 
 log = get_logger("hookbay.configlog")
@@ -54,11 +56,12 @@ class Entity(StrEnum):
     USER = "user"
     WEBHOOK = "webhook"
     DESTINATION = "destination"
+    TRANSFORMATION = "transformation"
 
 
 ConfigKey = tuple[str, ...]
-"""``("user", username)``, ``("webhook", username, name)`` or ``("destination", username,
-name)``: one entry of a view."""
+"""``("user", username)``, ``("webhook", username, name)``, ``("destination", username,
+name)`` or ``("transformation", username, name)``: one entry of a view."""
 
 
 def user_key(username: str) -> ConfigKey:
@@ -71,6 +74,10 @@ def webhook_key(username: str, name: str) -> ConfigKey:
 
 def destination_key(username: str, name: str) -> ConfigKey:
     return (Entity.DESTINATION.value, username, name)
+
+
+def transformation_key(username: str, name: str) -> ConfigKey:
+    return (Entity.TRANSFORMATION.value, username, name)
 
 
 def kafka_key(key: ConfigKey) -> bytes:
@@ -86,18 +93,24 @@ def normalized_user(user: User) -> User:
 
 @dataclass(frozen=True)
 class ConfigChange:
-    """One change: the record after it (``user``, ``webhook`` or ``destination``), or a
-    deletion (none of them)."""
+    """One change: the record after it (``user``, ``webhook``, ``destination`` or
+    ``transformation``), or a deletion (none of them)."""
 
     key: ConfigKey
     at: datetime
     user: User | None = None
     webhook: Webhook | None = None
     destination: Destination | None = None
+    transformation: Transformation | None = None
 
     @property
     def deleted(self) -> bool:
-        return self.user is None and self.webhook is None and self.destination is None
+        return (
+            self.user is None
+            and self.webhook is None
+            and self.destination is None
+            and self.transformation is None
+        )
 
     @classmethod
     def of_user(cls, user: User) -> ConfigChange:
@@ -111,6 +124,11 @@ class ConfigChange:
     def of_destination(cls, destination: Destination) -> ConfigChange:
         key = destination_key(destination.username, destination.name)
         return cls(key, destination.updated_at, destination=destination)
+
+    @classmethod
+    def of_transformation(cls, transformation: Transformation) -> ConfigChange:
+        key = transformation_key(transformation.username, transformation.name)
+        return cls(key, transformation.updated_at, transformation=transformation)
 
     @classmethod
     def deletion(cls, key: ConfigKey, at: datetime | None = None) -> ConfigChange:
@@ -135,6 +153,12 @@ def encode_change(change: ConfigChange, box: SecretBox) -> bytes:
         record["headers"] = {
             name: box.seal(value.get_secret_value())
             for name, value in change.destination.headers.items()
+        }
+    elif change.transformation is not None:
+        record = change.transformation.model_dump(mode="json", exclude={"env"})
+        record["env"] = {
+            name: box.seal(value.get_secret_value())
+            for name, value in change.transformation.env.items()
         }
     document = {
         "v": FORMAT_VERSION,
@@ -165,6 +189,10 @@ def decode_change(value: bytes, box: SecretBox) -> ConfigChange:
             headers = record.pop("headers", None) or {}
             record["headers"] = {k: SecretStr(box.open(v)) for k, v in headers.items()}
             return ConfigChange(key, at, destination=Destination.model_validate(record))
+        if key[0] == Entity.TRANSFORMATION:
+            env = record.pop("env", None) or {}
+            record["env"] = {k: SecretStr(box.open(v)) for k, v in env.items()}
+            return ConfigChange(key, at, transformation=Transformation.model_validate(record))
         sealed = record.pop("secret", None)
         record["secret"] = SecretStr(box.open(sealed)) if sealed else None
         verification = record.pop("verification", None)
@@ -210,6 +238,12 @@ class ConfigPublisher:
 
     async def destination_deleted(self, username: str, name: str) -> bool:
         return await self.publish(ConfigChange.deletion(destination_key(username, name)))
+
+    async def transformation_changed(self, transformation: Transformation) -> bool:
+        return await self.publish(ConfigChange.of_transformation(transformation))
+
+    async def transformation_deleted(self, username: str, name: str) -> bool:
+        return await self.publish(ConfigChange.deletion(transformation_key(username, name)))
 
     async def publish(self, change: ConfigChange) -> bool:
         """True once Kafka acknowledged ``change``; False (logged) when it could not."""

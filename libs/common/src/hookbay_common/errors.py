@@ -243,11 +243,55 @@ class InvalidField(InvalidRequest):
 
     status_code = 422
 
-    def __init__(self, loc: tuple[str | int, ...], msg: str, kind: str = "value_error") -> None:
+    def __init__(
+        self,
+        loc: tuple[str | int, ...],
+        msg: str,
+        kind: str = "value_error",
+        **extra: Any,
+    ) -> None:
+        """``extra``: further keys of the ``detail`` entry (a code error's ``line`` and
+        ``column``)."""
         where = ".".join(str(p) for p in loc)
-        detail = [{"loc": ["body", *loc], "msg": msg, "type": kind}]
+        detail = [{"loc": ["body", *loc], "msg": msg, "type": kind, **extra}]
         super().__init__(f"{where}: {msg}", detail=detail)
         self.loc = loc
+
+
+class PayloadTooLarge(HookbayError):
+    """A field of the request body over its size limit: 413 with the validation body's
+    ``detail`` (``loc``, ``msg``, ``type`` ``too_large``), like ``InvalidField``."""
+
+    status_code = 413
+    error = "Payload too large"
+
+    def __init__(self, loc: tuple[str | int, ...], msg: str) -> None:
+        where = ".".join(str(p) for p in loc)
+        detail = [{"loc": ["body", *loc], "msg": msg, "type": "too_large"}]
+        super().__init__(f"{where}: {msg}", detail=detail)
+        self.loc = loc
+
+
+class TransformationNotFound(NotFound):
+    error = "Transformation not found"
+
+    def __init__(self, username: str, name: str) -> None:
+        super().__init__(
+            f"user {username!r} has no transformation named {name!r}",
+            username=username,
+            transformation=name,
+        )
+
+
+class TransformationAlreadyExists(Conflict):
+    error = "Transformation already exists"
+
+    def __init__(self, username: str, name: str) -> None:
+        super().__init__(
+            f"user {username!r} already has a transformation named {name!r}",
+            username=username,
+            transformation=name,
+        )
 
 
 class DestinationNotFound(NotFound):

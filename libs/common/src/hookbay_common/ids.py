@@ -18,6 +18,7 @@ class IdPrefix(StrEnum):
     DELIVERY = "dlv"
     DESTINATION = "dst"
     ROUTE = "rte"
+    TRANSFORMATION = "trf"
     ISSUE = "iss"
     ALERT_CHANNEL = "ach"
     NOTIFICATION = "msg"

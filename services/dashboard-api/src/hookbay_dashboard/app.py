@@ -40,6 +40,7 @@ from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.spa import mount_spa
 from hookbay_dashboard.stats.routes import router as stats_router
 from hookbay_dashboard.tail.routes import router as tail_router
+from hookbay_dashboard.transformations.routes import router as transformations_router
 from hookbay_dashboard.webhooks.routes import router as webhooks_router
 
 log = get_logger("hookbay.dashboard")
@@ -187,7 +188,7 @@ def api_router() -> APIRouter:
     routers = [
         auth_router, accounts_router, webhooks_router, routing_router, destinations_router,
         tail_router, events_router, replays_router, deliveries_router, stats_router,
-        issues_router, alerts_router,
+        issues_router, alerts_router, transformations_router,
     ]  # fmt: skip
     for router in routers:
         api.include_router(router)

@@ -29,6 +29,7 @@ from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.stats.service import StatsService
 from hookbay_dashboard.tail.service import TailService
+from hookbay_dashboard.transformations.service import TransformationService
 from hookbay_dashboard.webhooks.service import WebhookService
 
 SESSION_COOKIE = "hookbay_session"
@@ -181,6 +182,13 @@ def get_destinations(runtime: RuntimeDep) -> DestinationService:
 
 
 DestinationsDep = Annotated[DestinationService, Depends(get_destinations)]
+
+
+def get_transformations(runtime: RuntimeDep) -> TransformationService:
+    return runtime.services.transformations(runtime.sandbox)
+
+
+TransformationsDep = Annotated[TransformationService, Depends(get_transformations)]
 
 
 def get_routes(runtime: RuntimeDep) -> RouteService:

@@ -23,6 +23,7 @@ from hookbay_common.settings import Settings
 from hookbay_dashboard.replays.service import ReplayJobRunner, ReplayPublisher
 from hookbay_dashboard.services import Services, Stores
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dashboard.transformations.sandbox import Sandbox
 
 log = get_logger("hookbay.dashboard")
 
@@ -45,6 +46,8 @@ class Runtime:
             settings, name="hookbay-dashboard", registry=registry
         )
         """The dashboard's one producer (replays); ``require_kafka`` hands it out."""
+        self.sandbox = Sandbox()
+        """Transformation checks and test runs; its workers start on the first test."""
 
     @property
     def kafka_connected(self) -> asyncio.Event:
@@ -127,6 +130,7 @@ class Runtime:
     async def stop(self) -> None:
         await self.replay_runner.stop()  # first: its jobs' leases are released through Mongo
         await self.tails.close()
+        await self.sandbox.close()
         await self.notifier.close()
         await self.alert_http.aclose()
         await self.producer.stop()

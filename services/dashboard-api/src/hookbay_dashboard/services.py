@@ -21,6 +21,7 @@ from hookbay_common.db import (
     SessionRepository,
     StatsRepository,
     TokenRepository,
+    TransformationRepository,
     UserRepository,
     WebhookRepository,
 )
@@ -42,6 +43,8 @@ from hookbay_dashboard.routing.service import RouteService
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dashboard.stats.service import StatsService
 from hookbay_dashboard.tail.service import TailService
+from hookbay_dashboard.transformations.sandbox import Sandbox
+from hookbay_dashboard.transformations.service import TransformationService
 from hookbay_dashboard.webhooks.service import WebhookService
 
 
@@ -60,6 +63,7 @@ class Stores:
     destinations: DestinationRepository
     issues: IssueRepository
     alert_channels: AlertChannelRepository
+    transformations: TransformationRepository
 
     @classmethod
     def open(cls, db: Database, box: SecretBox) -> Stores:
@@ -68,6 +72,7 @@ class Stores:
             WebhookRepository(db, box), EventRepository(db), AttemptRepository(db),
             StatsRepository(db), ReplayJobRepository(db), DestinationRepository(db, box),
             IssueRepository(db), AlertChannelRepository(db, box),
+            TransformationRepository(db, box),
         )  # fmt: skip
 
 
@@ -99,6 +104,7 @@ class Services:
             s.destinations,
             s.issues,
             s.alert_channels,
+            s.transformations,
         )
         return AccountService(
             s.users, s.tokens, self.plans, hasher=hasher, sessions=s.sessions,
@@ -128,6 +134,14 @@ class Services:
             s.destinations, s.users, s.webhooks,
             allow_private=self.settings.allow_private_destinations, publisher=self.config,
         )  # fmt: skip
+
+    def transformations(self, sandbox: Sandbox) -> TransformationService:
+        """``sandbox``: the process's (the API's ``Runtime.sandbox``), which checks code when it
+        is saved and runs test calls."""
+        s = self.stores
+        return TransformationService(
+            s.transformations, s.users, s.events, sandbox, publisher=self.config
+        )
 
     def issue_tracker(self) -> IssueTracker:
         return IssueTracker(self.stores.issues, self.notifier)

@@ -15,6 +15,7 @@ from hookbay_common.db.replays import ReplayJob, ReplayJobRepository, ReplayJobS
 from hookbay_common.db.sessions import SessionRepository
 from hookbay_common.db.stats import StatsRepository
 from hookbay_common.db.tokens import TokenRepository
+from hookbay_common.db.transformations import TransformationRepository
 from hookbay_common.db.users import UserRepository
 from hookbay_common.db.webhooks import WebhookRepository
 
@@ -39,6 +40,7 @@ __all__ = [
     "SessionRepository",
     "StatsRepository",
     "TokenRepository",
+    "TransformationRepository",
     "UserRepository",
     "WebhookRepository",
     "connect",

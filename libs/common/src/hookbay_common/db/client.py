@@ -14,6 +14,7 @@ class Collections:
     USERS: Final = "users"
     WEBHOOKS: Final = "webhooks"
     DESTINATIONS: Final = "destinations"
+    TRANSFORMATIONS: Final = "transformations"
     EVENTS: Final = "events"
     EVENT_BODIES: Final = "event_bodies"
     EVENT_PAGES: Final = "event_pages"
@@ -38,6 +39,9 @@ INDEXES: Final[dict[str, list[IndexModel]]] = {
         IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
     ],
     Collections.DESTINATIONS: [
+        IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
+    ],
+    Collections.TRANSFORMATIONS: [
         IndexModel([("username", ASCENDING), ("name", ASCENDING)], unique=True, name="owner_name"),
     ],
     Collections.API_TOKENS: [

@@ -57,6 +57,7 @@ from hookbay_common.models.gateway import (
     RatePeriod,
     Route,
     StateReason,
+    Transformation,
 )
 from hookbay_common.models.record import (
     Record,
@@ -126,6 +127,7 @@ __all__ = [
     "Session",
     "SignatureEncoding",
     "StateReason",
+    "Transformation",
     "User",
     "VerificationMode",
     "VerificationResult",

@@ -101,6 +101,21 @@ class Destination(Record):
     updated_at: datetime
 
 
+class Transformation(Record):
+    """An owner's JavaScript transformation (``docs/owners/transformations.md``). ``env``
+    values are plaintext in memory only (sealed at rest and on the change log); ``version``
+    starts at 1 and moves up by one on every change of ``code`` or ``env``."""
+
+    id: str
+    username: str
+    name: str
+    code: str
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    version: int = Field(default=1, ge=1)
+    created_at: datetime
+    updated_at: datetime
+
+
 class Route(Record):
     """One of a webhook's ordered routes: its events that pass ``filter`` (``None``: all of
     them) go to the owner's destination named ``destination``. ``filter`` is the owner's

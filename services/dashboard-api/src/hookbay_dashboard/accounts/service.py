@@ -18,6 +18,7 @@ from hookbay_common.db import (
     SessionRepository,
     StatsRepository,
     TokenRepository,
+    TransformationRepository,
     UserRepository,
     WebhookRepository,
 )
@@ -52,6 +53,7 @@ class OwnerData:
     destinations: DestinationRepository
     issues: IssueRepository
     alert_channels: AlertChannelRepository
+    transformations: TransformationRepository
 
 
 class AccountService:
@@ -109,7 +111,7 @@ class AccountService:
 
     async def delete_user(self, username: str) -> None:
         """Delete the account, then everything of the owner's: webhooks (with their routes),
-        destinations, tokens, sessions, issues, alert channels, stats, events and their
+        destinations, transformations, tokens, sessions, issues, alert channels, stats, events and their
         attempts. The account goes first, so ingest refuses the owner's
         requests (403) from the moment it is published; the rest follows in batches (on the
         embedded store it takes time in proportion to the owner's events)."""
@@ -127,6 +129,10 @@ class AccountService:
             await data.destinations.delete(username, destination.name)
             if self._publisher is not None:
                 await self._publisher.destination_deleted(username, destination.name)
+        for transformation in await data.transformations.list_for_owner(username):
+            await data.transformations.delete(username, transformation.name)
+            if self._publisher is not None:
+                await self._publisher.transformation_deleted(username, transformation.name)
         await self._tokens.delete_for_owner(username)
         await data.sessions.delete_for_owner(username)
         await data.issues.delete_for_owner(username)

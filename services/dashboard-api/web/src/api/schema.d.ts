@@ -558,6 +558,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/transformations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Transformations */
+        get: operations["list_transformations_api_v1_transformations_get"];
+        put?: never;
+        /**
+         * Create Transformation
+         * @description Create a transformation (``version`` 1). Its code is checked first: a syntax error, a
+         *     top level that throws or spins, or no ``transform`` handler is a 422 naming ``code``
+         *     (with ``line`` and ``column`` when known); code or env over its size limit is a 413.
+         */
+        post: operations["create_transformation_api_v1_transformations_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/transformations/{trf}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Transformation */
+        get: operations["get_transformation_api_v1_transformations__trf__get"];
+        put?: never;
+        post?: never;
+        /** Delete Transformation */
+        delete: operations["delete_transformation_api_v1_transformations__trf__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Transformation
+         * @description Change the fields sent (code checked as on creation); ``version`` moves up by one when
+         *     the code or the env changes. ``env`` replaces the stored map (a value sent as
+         *     ``"********"`` keeps the stored value of that name).
+         */
+        patch: operations["update_transformation_api_v1_transformations__trf__patch"];
+        trace?: never;
+    };
+    "/api/v1/transformations/{trf}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test Transformation
+         * @description Run the saved code with its env on one of your events (``event_id``) or on a
+         *     ``request``, in the sandbox with the default limits (1 s CPU, 32 MiB). The code failing
+         *     is a 200 with ``error`` (its kind, message, line and column) and the logs so far.
+         */
+        post: operations["test_transformation_api_v1_transformations__trf__test_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks": {
         parameters: {
             query?: never;
@@ -2019,6 +2088,36 @@ export interface components {
             webhook_name: string;
         };
         /**
+         * RequestBody
+         * @description A request as a transformation sees it (docs/owners/transformations.md).
+         */
+        RequestBody: {
+            /**
+             * Body
+             * @description Any JSON value; a string for a text body.
+             */
+            body?: unknown;
+            /**
+             * Headers
+             * @description Lower-case names.
+             */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * Path
+             * @description Starts with "/".
+             * @default /
+             */
+            path?: string;
+            /**
+             * Query
+             * @description The query string without "?".
+             * @default
+             */
+            query?: string;
+        };
+        /**
          * Role
          * @enum {string}
          */
@@ -2355,6 +2454,23 @@ export interface components {
          * @enum {string}
          */
         StatusFilter: "all" | "success" | "failed" | "pending";
+        /** TestError */
+        TestError: {
+            /** Column */
+            column: number | null;
+            /**
+             * Kind
+             * @description syntax, runtime, timeout, memory, invalid_output, crashed or too_large.
+             */
+            kind: string;
+            /**
+             * Line
+             * @description 1-based, in your code; null when unknown.
+             */
+            line: number | null;
+            /** Message */
+            message: string;
+        };
         /** TokenCreate */
         TokenCreate: {
             /**
@@ -2395,6 +2511,104 @@ export interface components {
             last_used_at: string | null;
             /** Name */
             name: string;
+        };
+        /** TransformationCreate */
+        TransformationCreate: {
+            /**
+             * Code
+             * @description JavaScript registering addHandler('transform', (request, context) => request); at most 65536 bytes as UTF-8 (413 beyond). Checked when saved: a syntax error, a top level that throws or spins, or no handler is a 422 naming code, with line and column.
+             */
+            code: string;
+            /**
+             * Env
+             * @description context.env: at most 50 names (letters, digits, _; not starting with a digit) to string values of at most 4096 characters, 32768 bytes in all (413 beyond). Values are write-only (read as '********'); on PATCH the map replaces the stored one, and a value sent as '********' keeps the stored value of that name.
+             */
+            env?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * Name
+             * @description Lowercase words of a-z and 0-9 joined by single hyphens.
+             */
+            name: string;
+        };
+        /** TransformationRead */
+        TransformationRead: {
+            /** Code */
+            code: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Env
+             * @description Every value reads as '********'.
+             */
+            env: {
+                [key: string]: string;
+            };
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Username */
+            username: string;
+            /**
+             * Version
+             * @description 1 when created; one more on every change of code or env.
+             */
+            version: number;
+        };
+        /**
+         * TransformationTest
+         * @description What to run the transformation on: one of the caller's stored events, or a request.
+         */
+        TransformationTest: {
+            /**
+             * Event Id
+             * @description One of your events (evt_…): its headers, body, query string and path.
+             */
+            event_id?: string | null;
+            request?: components["schemas"]["RequestBody"] | null;
+        };
+        /** TransformationTestResult */
+        TransformationTestResult: {
+            /** Duration Ms */
+            duration_ms: number;
+            error: components["schemas"]["TestError"] | null;
+            /**
+             * Logs
+             * @description What console printed, in order (bounded).
+             */
+            logs: string[];
+            /** @description What the handler returned; null on error. */
+            request: components["schemas"]["RequestBody"] | null;
+        };
+        /**
+         * TransformationUpdate
+         * @description Only the fields sent change; ``version`` moves up by one when ``code`` or ``env``
+         *     does. ``env`` replaces the stored map (``{}`` or null removes every name; a value sent as
+         *     the mask keeps the stored one). ``code`` cannot be null; the name cannot change.
+         */
+        TransformationUpdate: {
+            /**
+             * Code
+             * @description JavaScript registering addHandler('transform', (request, context) => request); at most 65536 bytes as UTF-8 (413 beyond). Checked when saved: a syntax error, a top level that throws or spins, or no handler is a 422 naming code, with line and column.
+             */
+            code?: string | null;
+            /**
+             * Env
+             * @description context.env: at most 50 names (letters, digits, _; not starting with a digit) to string values of at most 4096 characters, 32768 bytes in all (413 beyond). Values are write-only (read as '********'); on PATCH the map replaces the stored one, and a value sent as '********' keeps the stored value of that name.
+             */
+            env?: {
+                [key: string]: string;
+            } | null;
         };
         /** UserCreate */
         UserCreate: {
@@ -6720,6 +6934,759 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    list_transformations_api_v1_transformations_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformationRead"][];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    create_transformation_api_v1_transformations_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransformationCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description code, env or the test request over its size limit (detail names it) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: Record<string, never>[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    get_transformation_api_v1_transformations__trf__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                trf: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    delete_transformation_api_v1_transformations__trf__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                trf: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    update_transformation_api_v1_transformations__trf__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                trf: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransformationUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description code, env or the test request over its size limit (detail names it) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: Record<string, never>[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    test_transformation_api_v1_transformations__trf__test_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                trf: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransformationTest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformationTestResult"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description code, env or the test request over its size limit (detail names it) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: Record<string, never>[];
                         error: string;
                         message: string;
                     };

@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from hookbay_forwarder.transform import protocol
-from hookbay_forwarder.transform.limits import CODE_MAX_BYTES, MIB, Limits
-from hookbay_forwarder.transform.model import TransformError
+from hookbay_sandbox import protocol
+from hookbay_sandbox.limits import CODE_MAX_BYTES, MIB, Limits
+from hookbay_sandbox.model import TransformError
 
 CHECK_LIMITS = Limits(cpu_s=0.5, memory_mb=16, margin_s=1.5)
 CHECK_ADDRESS_SPACE = 256 * MIB
@@ -27,9 +27,9 @@ def check_transformation(code: str, *, engine: str = "quickjs") -> TransformErro
         return TransformError(
             "too_large", f"the code is {len(data)} bytes; the limit is {CODE_MAX_BYTES}"
         )
-    from hookbay_forwarder.transform.pool import worker_env
+    from hookbay_sandbox.pool import worker_env
 
-    argv = [sys.executable, "-m", "hookbay_forwarder.transform.worker", "--engine", engine]
+    argv = [sys.executable, "-m", "hookbay_sandbox.worker", "--engine", engine]
     argv += ["--address-space", str(CHECK_ADDRESS_SPACE)]
     frame = protocol.encode({"op": "check", "limits": CHECK_LIMITS.to_wire()}, (data,))
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hookbay_forwarder.transform import (
+from hookbay_sandbox import (
     Limits,
     PoolClosed,
     TransformPool,

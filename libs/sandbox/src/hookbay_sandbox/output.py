@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from hookbay_forwarder.transform.model import TransformError, TransformRequest
+from hookbay_sandbox.model import TransformError, TransformRequest
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _FORBIDDEN_IN_VALUE = re.compile(r"[\r\n\x00]")

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from hookbay_forwarder.transform.model import TransformError, TransformRequest
-from hookbay_forwarder.transform.output import validate
+from hookbay_sandbox.model import TransformError, TransformRequest
+from hookbay_sandbox.output import validate
 
 LIMIT = 10_000
 

@@ -7,8 +7,8 @@ import signal
 import subprocess
 import sys
 
-from hookbay_forwarder.transform import Limits, protocol
-from hookbay_forwarder.transform.pool import worker_env
+from hookbay_sandbox import Limits, protocol
+from hookbay_sandbox.pool import worker_env
 
 ESCAPES_THE_INTERRUPT = (
     "addHandler('transform', (r) => { for(;;){ try { const a = [];"
@@ -17,7 +17,7 @@ ESCAPES_THE_INTERRUPT = (
 
 
 def run_worker(frame: bytes, timeout: float) -> subprocess.CompletedProcess[bytes]:
-    argv = [sys.executable, "-m", "hookbay_forwarder.transform.worker"]
+    argv = [sys.executable, "-m", "hookbay_sandbox.worker"]
     argv += ["--address-space", str(512 * 1024 * 1024)]
     return subprocess.run(
         argv, input=frame, capture_output=True, env=worker_env(), timeout=timeout, check=False

@@ -10,10 +10,10 @@ import time
 
 import quickjs
 
-from hookbay_forwarder.transform.engine import Outcome
-from hookbay_forwarder.transform.harness import HARNESS
-from hookbay_forwarder.transform.limits import MIB, Limits
-from hookbay_forwarder.transform.model import ErrorKind, TransformError
+from hookbay_sandbox.engine import Outcome
+from hookbay_sandbox.harness import HARNESS
+from hookbay_sandbox.limits import MIB, Limits
+from hookbay_sandbox.model import ErrorKind, TransformError
 
 _FRAME = re.compile(r"^\s*at (?:(\S+) \()?<input>:(\d+):(\d+)", re.M)
 _SETUP_BYTES = 2 * MIB

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hookbay_forwarder.transform import CODE_MAX_BYTES, check_transformation
+from hookbay_sandbox import CODE_MAX_BYTES, check_transformation
 from tests.support.transform import IDENTITY
 
 
@@ -57,7 +57,7 @@ class TestCheckTransformation:
 
 class TestOwnerPageExamples:
     def test_every_example_on_the_owners_page_passes_the_check(self) -> None:
-        page = Path(__file__).resolve().parents[4] / "docs" / "owners" / "transformations.md"
+        page = Path(__file__).resolve().parents[3] / "docs" / "owners" / "transformations.md"
         examples = re.findall(r"```js\n(.*?)```", page.read_text(), re.S)
 
         assert len(examples) >= 4

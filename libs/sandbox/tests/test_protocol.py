@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from hookbay_forwarder.transform import protocol
+from hookbay_sandbox import protocol
 
 
 def reader_of(data: bytes) -> asyncio.StreamReader:

@@ -4,15 +4,15 @@ context per call. ``TransformPool`` runs calls; ``check_transformation`` checks 
 time. The owner's page is docs/owners/transformations.md; the engine choice and the fairness
 policy are in docs/decisions.md."""
 
-from hookbay_forwarder.transform.check import check_transformation
-from hookbay_forwarder.transform.limits import CODE_MAX_BYTES, REQUEST_MAX_BYTES, Limits
-from hookbay_forwarder.transform.model import (
+from hookbay_sandbox.check import check_transformation
+from hookbay_sandbox.limits import CODE_MAX_BYTES, REQUEST_MAX_BYTES, Limits
+from hookbay_sandbox.model import (
     ErrorKind,
     TransformError,
     TransformRequest,
     TransformResult,
 )
-from hookbay_forwarder.transform.pool import PoolClosed, TransformPool
+from hookbay_sandbox.pool import PoolClosed, TransformPool
 
 __all__ = [
     "CODE_MAX_BYTES",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hookbay_forwarder.transform import TransformPool
+from hookbay_sandbox import TransformPool
 from tests.support.transform import IDENTITY, create_request
 
 

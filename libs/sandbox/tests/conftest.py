@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from hookbay_forwarder.transform import TransformPool
+from hookbay_sandbox import TransformPool
 from tests.support.transform import LIMITS
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hookbay_forwarder.transform.limits import Limits
-from hookbay_forwarder.transform.model import TransformError
+from hookbay_sandbox.limits import Limits
+from hookbay_sandbox.model import TransformError
 
 
 @dataclass(slots=True)
@@ -45,7 +45,7 @@ class Engine(Protocol):
 def load(name: str) -> Engine:
     """The engine called ``name`` (imported only here, inside a worker)."""
     if name == "quickjs":
-        from hookbay_forwarder.transform.quickjs_engine import QuickJSEngine
+        from hookbay_sandbox.quickjs_engine import QuickJSEngine
 
         return QuickJSEngine()
     raise ValueError(f"unknown transformation engine {name!r}")

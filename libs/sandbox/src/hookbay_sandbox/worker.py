@@ -1,4 +1,4 @@
-"""The sandbox worker: ``python -m hookbay_forwarder.transform.worker --engine quickjs
+"""The sandbox worker: ``python -m hookbay_sandbox.worker --engine quickjs
 --address-space BYTES``. It lowers its own limits before it reads its first frame (no core
 files, no file writes, a few file descriptors, a capped address space), then answers frames on
 its stdin, one call at a time, on its stdout; anything else printing to stdout goes nowhere.
@@ -15,10 +15,10 @@ import sys
 import time
 from typing import BinaryIO
 
-from hookbay_forwarder.transform import protocol
-from hookbay_forwarder.transform.engine import ENGINES, Engine, Outcome, load
-from hookbay_forwarder.transform.limits import Limits
-from hookbay_forwarder.transform.model import TransformError
+from hookbay_sandbox import protocol
+from hookbay_sandbox.engine import ENGINES, Engine, Outcome, load
+from hookbay_sandbox.limits import Limits
+from hookbay_sandbox.model import TransformError
 
 NOFILE = 16
 CPU_BACKSTOP_SLACK_S = 2
@@ -101,7 +101,7 @@ def serve(engine: Engine, stdin: BinaryIO, stdout: BinaryIO) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="hookbay_forwarder.transform.worker")
+    parser = argparse.ArgumentParser(prog="hookbay_sandbox.worker")
     parser.add_argument("--engine", choices=ENGINES, default="quickjs")
     parser.add_argument("--address-space", type=int, required=True)
     args = parser.parse_args()

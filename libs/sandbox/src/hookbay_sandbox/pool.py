@@ -1,4 +1,4 @@
-"""The pool of sandbox workers the forwarder awaits: the event loop never runs JavaScript."""
+"""The pool of sandbox workers a service awaits: the event loop never runs JavaScript."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from hookbay_forwarder.transform import protocol
-from hookbay_forwarder.transform.gates import OwnerGates
-from hookbay_forwarder.transform.limits import (
+from hookbay_sandbox import protocol
+from hookbay_sandbox.gates import OwnerGates
+from hookbay_sandbox.limits import (
     CODE_MAX_BYTES,
     MIB,
     REQUEST_MAX_BYTES,
     REQUEST_MEMORY_FACTOR,
     Limits,
 )
-from hookbay_forwarder.transform.model import TransformError, TransformRequest, TransformResult
-from hookbay_forwarder.transform.output import validate
+from hookbay_sandbox.model import TransformError, TransformRequest, TransformResult
+from hookbay_sandbox.output import validate
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 2.0
@@ -262,7 +262,7 @@ class TransformPool:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "hookbay_forwarder.transform.worker",
+            "hookbay_sandbox.worker",
             "--engine",
             self.engine,
             "--address-space",
