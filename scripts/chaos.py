@@ -77,6 +77,13 @@ CONTROLS = {
         f"max_concurrency 1 at {c['destinations']} destinations: {c['overlapping_attempts']} "
         f"overlapping attempts, {c['out_of_order']} first deliveries out of the events' order"
     ),
+    "down": lambda c: (
+        f"{c['destinations']} destinations answering 503 for {c['down_s']:g} s: at most "
+        f"{c['max_attempts_while_down']} attempts each from 10 s in (5 allowed); "
+        f"{c['notifications']} notifications (one opened and one resolved each: "
+        f"{'yes' if c['alerts_ok'] else 'no'}); the owners' second destinations' backlog grew by "
+        f"{c['second_backlog_growth']} while they sent {c['second_sent']} (5 % allowed)"
+    ),
 }
 """What a scenario measured of the destinations' controls, as a sentence of the report."""
 
