@@ -4,8 +4,6 @@ dashboard API: every verb, the API's refusals as one line, another owner's names
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,30 +13,8 @@ from hookbay_common.models import DeliveryStatus
 from tests.support.dashboard import Dashboard, Owner
 from tests.support.factories import create_delivery, create_event, create_route, create_webhook
 
+from .running import ok, ok_json
 from .test_main import hookbay
-
-
-@pytest.fixture
-async def owner(cli_dashboard: Dashboard) -> Owner:
-    return await cli_dashboard.owner()
-
-
-@pytest.fixture
-def owner_env(cli_dashboard: Dashboard, owner: Owner, tmp_path: Path) -> dict[str, str]:
-    return {
-        "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path),
-        "HOOKBAY_SERVER": cli_dashboard.url, "HOOKBAY_TOKEN": owner.token,
-    }  # fmt: skip
-
-
-async def ok(*args: str, env: dict[str, str], stdin: str | None = None) -> str:
-    code, out, err = await hookbay(*args, env=env, stdin=stdin)
-    assert code == 0, err
-    return out
-
-
-async def ok_json(*args: str, env: dict[str, str], stdin: str | None = None) -> Any:
-    return json.loads(await ok(*args, "--json", env=env, stdin=stdin))
 
 
 class TestDestination:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.dashboard import Dashboard, Owner
 from tests.support.factories import create_event
 
+from .running import ok, ok_json
 from .test_main import hookbay
 
 RESHAPE = """addHandler('transform', (request, context) => {
@@ -21,29 +21,6 @@ RESHAPE = """addHandler('transform', (request, context) => {
   return request;
 });"""
 THROWS = "addHandler('transform', (request) => {\n  throw new Error('nope');\n});"
-
-
-@pytest.fixture
-async def owner(cli_dashboard: Dashboard) -> Owner:
-    return await cli_dashboard.owner()
-
-
-@pytest.fixture
-def owner_env(cli_dashboard: Dashboard, owner: Owner, tmp_path: Path) -> dict[str, str]:
-    return {
-        "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path),
-        "HOOKBAY_SERVER": cli_dashboard.url, "HOOKBAY_TOKEN": owner.token,
-    }  # fmt: skip
-
-
-async def ok(*args: str, env: dict[str, str], stdin: str | None = None) -> str:
-    code, out, err = await hookbay(*args, env=env, stdin=stdin)
-    assert code == 0, err
-    return out
-
-
-async def ok_json(*args: str, env: dict[str, str], stdin: str | None = None) -> Any:
-    return json.loads(await ok(*args, "--json", env=env, stdin=stdin))
 
 
 class TestTransformation:
