@@ -43,6 +43,11 @@ class Sandbox:
         """Whether the pool's workers run (after the first test call, until ``close``)."""
         return self._pool is not None
 
+    @property
+    def busy(self) -> int:
+        """Calls running now (0 before the first test call)."""
+        return len(self._pool.busy_pids) if self._pool is not None else 0
+
     async def _running(self) -> TransformPool:
         if self._pool is None:
             async with self._starting:
