@@ -233,7 +233,15 @@ const DELIVERY_TONE: Record<Delivery["status"], string> = {
 const RETRYABLE: ReadonlySet<Delivery["status"]> = new Set(["failed", "success"]);
 
 /** Retries one delivery alone (a new attempt chain of it, to its destination as it is now). */
-function RetryDelivery({ eventId, delivery }: { eventId: string; delivery: Delivery }) {
+function RetryDelivery({
+  eventId,
+  delivery,
+  onQueued,
+}: {
+  eventId: string;
+  delivery: Delivery;
+  onQueued: (retried: Retried) => void;
+}) {
   const client = useQueryClient();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -247,6 +255,7 @@ function RetryDelivery({ eventId, delivery }: { eventId: string; delivery: Deliv
         }),
       );
       announce(`Retry of ${delivery.route} queued`);
+      onQueued({ id: delivery.id, attempts: delivery.attempts.length });
       client.invalidateQueries({ queryKey: ["event", eventId] });
     } catch (exc) {
       setError(exc);
@@ -271,7 +280,15 @@ function RetryDelivery({ eventId, delivery }: { eventId: string; delivery: Deliv
 /** One row per route the event went through (its replays' routings too): where it went, where
  * that stands and why, and its attempts (listed in full below). A failed or delivered one can
  * be retried on its own. */
-function Deliveries({ eventId, deliveries }: { eventId: string; deliveries: Delivery[] }) {
+function Deliveries({
+  eventId,
+  deliveries,
+  onRetried,
+}: {
+  eventId: string;
+  deliveries: Delivery[];
+  onRetried: (retried: Retried) => void;
+}) {
   if (deliveries.length === 0) return null;
   return (
     <section
@@ -320,7 +337,9 @@ function Deliveries({ eventId, deliveries }: { eventId: string; deliveries: Deli
                   <Time iso={d.updated_at} />
                 </td>
                 <td className="p-1.5">
-                  {RETRYABLE.has(d.status) && <RetryDelivery eventId={eventId} delivery={d} />}
+                  {RETRYABLE.has(d.status) && (
+                    <RetryDelivery eventId={eventId} delivery={d} onQueued={onRetried} />
+                  )}
                 </td>
               </tr>
             );
@@ -406,12 +425,23 @@ function Attempts({ attempts }: { attempts: Attempt[] }) {
   );
 }
 
-type Seen = { attempts: number; deliveries: number };
+/** A delivery retried on its own: its id and its count of attempts when it was retried. */
+type Retried = { id: string; attempts: number };
+/** What the page waits for after a replay (the event's attempts and deliveries before it) or
+ * after one delivery's retry. */
+type Seen = { attempts: number; deliveries: number; retried?: Retried };
+const FINISHED: ReadonlySet<string> = new Set(["success", "failed"]);
 
-/** The replay asked for (after `before` attempts and deliveries) has settled: a routed
- * event's new deliveries have all finished, or a forward URL's replay has its final attempt
- * and the event's status (recorded apart from the attempts) has caught up with it. */
+/** The replay or retry asked for (after `before`) has settled: a retried delivery has a new
+ * attempt and has finished again; a routed event's new deliveries have all finished, or a
+ * forward URL's replay has its final attempt and the event's status (recorded apart from the
+ * attempts) has caught up with it. */
 function replaySettled(data: Detail, before: Seen): boolean {
+  if (before.retried) {
+    const { id, attempts } = before.retried;
+    const retried = data.deliveries.find((d) => d.id === id);
+    return !!retried && retried.attempts.length > attempts && FINISHED.has(retried.status);
+  }
   if (data.deliveries.length > before.deliveries) return data.status !== "pending";
   const last = data.attempts.at(-1);
   if (data.attempts.length <= before.attempts || !last || last.will_retry) return false;
@@ -458,7 +488,11 @@ export function EventDetail() {
   useEffect(() => {
     if (data && awaiting !== null && replaySettled(data, awaiting)) {
       setAwaiting(null);
-      announce(`Replay ${data.status === "success" ? "delivered" : "failed"}`);
+      const retried = awaiting.retried;
+      const status = retried
+        ? data.deliveries.find((d) => d.id === retried.id)?.status
+        : data.status;
+      announce(`${retried ? "Retry" : "Replay"} ${status === "success" ? "delivered" : "failed"}`);
     }
   }, [data, awaiting]);
   useEffect(() => {
@@ -590,11 +624,23 @@ export function EventDetail() {
         tab={search.tab}
         onTab={(tab) => navigate({ search: (p) => ({ ...p, tab }), replace: true })}
       />
-      <Deliveries eventId={eventId} deliveries={data.deliveries} />
+      <Deliveries
+        eventId={eventId}
+        deliveries={data.deliveries}
+        onRetried={(retried) =>
+          setAwaiting({
+            attempts: data.attempts.length,
+            deliveries: data.deliveries.length,
+            retried,
+          })
+        }
+      />
       <Attempts attempts={data.attempts} />
       {awaiting !== null && (
         <p role="status" className="text-sm text-muted">
-          Waiting for the replay attempt…
+          {awaiting.retried
+            ? "Waiting for the retried delivery…"
+            : "Waiting for the replay attempt…"}
         </p>
       )}
       <Confirm
