@@ -5,7 +5,6 @@ key may not)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import SecretStr
@@ -16,7 +15,7 @@ from hookbay_common.clock import utcnow
 from hookbay_common.db.client import Collections, Database
 from hookbay_common.db.documents import headers_from_document, headers_to_document
 from hookbay_common.errors import DestinationAlreadyExists, DestinationNotFound
-from hookbay_common.models import BreakerState, Destination
+from hookbay_common.models import Destination
 from hookbay_common.secrets_box import SecretBox
 
 
@@ -93,23 +92,6 @@ class DestinationRepository:
         if doc is None:
             raise DestinationNotFound(username, name)
         return self._from_document(doc)
-
-    async def record_breaker(
-        self,
-        username: str,
-        name: str,
-        *,
-        state: BreakerState,
-        opened_at: datetime | None,
-        next_probe_at: datetime | None,
-    ) -> None:
-        """The deliverer's view of the breaker, written beside the owner's thresholds (which
-        it leaves alone); ``updated_at`` does not move (it is the owner's last change)."""
-        await self._destinations.update_one(
-            {"username": username, "name": name},
-            {"$set": {"breaker.state": state.value, "breaker.opened_at": opened_at,
-                      "breaker.next_probe_at": next_probe_at}},
-        )  # fmt: skip
 
     async def delete(self, username: str, name: str) -> None:
         result = await self._destinations.delete_one({"username": username, "name": name})
