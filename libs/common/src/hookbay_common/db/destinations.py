@@ -1,7 +1,7 @@
 """The ``destinations`` collection: one document per owner's destination, unique by
 (``username``, ``name``). Header values are sealed with ``SecretBox`` before they are stored;
 headers are stored as ``{name, value}`` pairs (a header name may hold ``.``, which a document
-key may not)."""
+key may not). Deleting a destination forgets its last errors (``destination_failures``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pymongo.errors import DuplicateKeyError
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db.client import Collections, Database
+from hookbay_common.db.destination_failures import failures_key
 from hookbay_common.db.documents import headers_from_document, headers_to_document
 from hookbay_common.errors import DestinationAlreadyExists, DestinationNotFound
 from hookbay_common.models import Destination
@@ -22,6 +23,7 @@ from hookbay_common.secrets_box import SecretBox
 class DestinationRepository:
     def __init__(self, db: Database, box: SecretBox) -> None:
         self._destinations = db[Collections.DESTINATIONS]
+        self._failures = db[Collections.DESTINATION_FAILURES]
         self._box = box
 
     def _sealed_headers(self, headers: dict[str, SecretStr]) -> list[dict[str, str]]:
@@ -97,3 +99,4 @@ class DestinationRepository:
         result = await self._destinations.delete_one({"username": username, "name": name})
         if result.deleted_count == 0:
             raise DestinationNotFound(username, name)
+        await self._failures.delete_one({"_id": failures_key(username, name)})
