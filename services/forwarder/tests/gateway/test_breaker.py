@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -172,6 +173,18 @@ class TestWindow:
         assert window.buckets == 120
         assert (window.total, window.failures) == (120 * 1024, 60 * 1024)
         assert (breaker.state, seen.kinds) == (BreakerState.CLOSED, [])
+
+    def test_counts_equal_an_exact_window_on_whole_seconds(self) -> None:
+        """Results at whole seconds, several in some seconds, none in others: after each, the
+        bucketed counts are those of every result kept with its time (what the trip judges)."""
+        rng, clock, window = random.Random(7), TickClock(), Window()
+        exact: list[tuple[float, bool]] = []
+        for _ in range(5000):
+            clock.tick(rng.choice([0, 0, 1, 1, 2, 5]))
+            now, failed = clock.monotonic(), rng.random() < 0.6
+            window.add(now, failed, 30)
+            exact = [(t, f) for t, f in [*exact, (now, failed)] if t > now - 30]
+            assert (window.total, window.failures) == (len(exact), sum(f for _, f in exact))
 
     async def test_a_long_window_is_divided_into_at_most_120_buckets(self) -> None:
         breaker, clock, _ = create_breaker(BreakerSettings(window_s=86_400, min_attempts=10_000))
