@@ -1,5 +1,6 @@
 """Destination health in the dashboard, against the real stack: the destination's breaker shown
-on its page; the issues page with acknowledge and resolve, another owner's issues never listed;
+on its page, with what it holds and its last errors once a real forwarder's breaker opened; the
+issues page with acknowledge and resolve, another owner's issues never listed;
 alert channels added, sent a real signed test notification (checked with the Standard Webhooks
 signature), and deleted."""
 
@@ -15,7 +16,9 @@ from hookbay_common.alerts.issues import IssueTracker
 from hookbay_common.db.issues import IssueRepository
 from hookbay_common.models import IssueType
 from tests.browser.conftest import Session, Stack
-from tests.browser.test_routing import destination, row
+from tests.browser.test_routing import destination, route, row
+from tests.support.receiver import Reply
+from tests.support.waiting import until
 
 SECRET_BYTES = b"0123456789abcdef01234567"
 SECRET = "whsec_" + base64.b64encode(SECRET_BYTES).decode()
@@ -37,6 +40,48 @@ class TestHealth:
         await expect(health).to_contain_text("or 5 in a row")
         await expect(health).to_contain_text("after 1 min, doubling up to 30 min")
         await expect(health).to_contain_text("after 3 d open, or at once on 410 Gone")
+        await expect(health.get_by_test_id("held-count")).to_have_text("0")
+        await expect(health.get_by_test_id("oldest-held")).to_have_text("—")
+        await expect(health).to_contain_text("No failed attempts.")
+
+    async def test_what_it_holds_and_its_last_errors_after_the_breaker_opened(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        url = stack.receiver.url(then=Reply(503))
+        await destination(owner, "down", url, max_concurrency=1, retry_schedule=["0"],
+                          breaker={"consecutive": 2, "cooldown_s": 3600,
+                                   "max_cooldown_s": 3600})  # fmt: skip
+        await route(owner, hook["name"], "all", "down")
+
+        async def routed() -> bool:  # until ingest knows the route, an event is not routed
+            event = await stack.event(await stack.send(hook, b'{"n": 0}'))
+            return event.routed
+
+        await until(routed, 30, interval=0.2, what="an event routed to down")
+        for n in range(1, 4):  # the second failure opens the breaker; two are held
+            await stack.send(hook, f'{{"n": {n}}}'.encode())
+
+        async def held() -> bool:
+            figures = (await owner.api.get("/api/v1/destinations/down/health")).json()
+            return bool(figures["held"] == 2 and len(figures["last_errors"]) == 2)
+
+        await until(held, 60, interval=0.2, what="two held, two errors")
+        failed = [r.header("x-hookbay-event-id") or "" for r in stack.receiver.received(url)]
+        page = session.page
+        await session.login(owner, "/destinations/down")
+        health = page.get_by_role("region", name="Health")
+        await expect(health.get_by_test_id("breaker-state")).to_contain_text("open")
+        await expect(health.get_by_test_id("held-count")).to_have_text("2")
+        await expect(health.get_by_test_id("oldest-held").locator("time")).to_be_visible()
+        errors = health.get_by_test_id("last-error")
+        await expect(errors).to_have_count(2)
+        for error, event_id in zip([errors.nth(0), errors.nth(1)], failed[::-1], strict=True):
+            await expect(error).to_contain_text("HTTP 503")
+            await expect(error.get_by_role("link", name=event_id)).to_be_visible()
+        await errors.nth(0).get_by_role("link", name=failed[1]).click()
+        await expect(page).to_have_url(f"{stack.url}/events/{failed[1]}")
 
 
 class TestIssues:

@@ -14,8 +14,10 @@ from hookbay_common.configlog import ConfigPublisher
 from hookbay_common.db import (
     AlertChannelRepository,
     AttemptRepository,
+    DestinationFailureRepository,
     DestinationRepository,
     EventRepository,
+    HoldRepository,
     IssueRepository,
     ReplayJobRepository,
     SessionRepository,
@@ -64,6 +66,8 @@ class Stores:
     issues: IssueRepository
     alert_channels: AlertChannelRepository
     transformations: TransformationRepository
+    holds: HoldRepository
+    destination_failures: DestinationFailureRepository
 
     @classmethod
     def open(cls, db: Database, box: SecretBox) -> Stores:
@@ -72,7 +76,8 @@ class Stores:
             WebhookRepository(db, box), EventRepository(db), AttemptRepository(db),
             StatsRepository(db), ReplayJobRepository(db), DestinationRepository(db, box),
             IssueRepository(db), AlertChannelRepository(db, box),
-            TransformationRepository(db, box),
+            TransformationRepository(db, box), HoldRepository(db),
+            DestinationFailureRepository(db),
         )  # fmt: skip
 
 
@@ -133,6 +138,7 @@ class Services:
         return DestinationService(
             s.destinations, s.users, s.webhooks,
             allow_private=self.settings.allow_private_destinations, publisher=self.config,
+            holds=s.holds, failures=s.destination_failures,
         )  # fmt: skip
 
     def transformations(self, sandbox: Sandbox) -> TransformationService:

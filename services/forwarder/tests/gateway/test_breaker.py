@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -19,6 +20,8 @@ from hookbay_forwarder.gateway.breaker import (
     Outcome,
     Transition,
     TransitionKind,
+    Window,
+    bucket_width,
     classify,
 )
 from hookbay_forwarder.gateway.clock import ManualClock
@@ -153,6 +156,129 @@ class TestTrip:
         breaker.record(permit, 429, retry_after_s=300)
         assert seen.transitions[-1].cooldown_s == 300
         assert breaker.probe_in() == 300
+
+
+class TestWindow:
+    async def test_memory_is_bounded_by_buckets_not_attempts(self) -> None:
+        """1,024 results a second for five minutes: the window keeps one bucket per second of
+        its 120 s, and counts exactly the results of the last 120 s."""
+        breaker, clock, seen = create_breaker(BreakerSettings(min_attempts=1_000_000))
+        for _ in range(300):
+            for n in range(1024):
+                permit = breaker.admit()
+                assert permit is not None
+                breaker.record(permit, 503 if n % 2 else 200)
+                clock.tick(1 / 1024)  # exact in binary: bucket edges fall on whole seconds
+        window = breaker.window
+        assert window.buckets == 120
+        assert (window.total, window.failures) == (120 * 1024, 60 * 1024)
+        assert (breaker.state, seen.kinds) == (BreakerState.CLOSED, [])
+
+    def test_counts_equal_an_exact_window_on_whole_seconds(self) -> None:
+        """Results at whole seconds, several in some seconds, none in others: after each, the
+        bucketed counts are those of every result kept with its time (what the trip judges)."""
+        rng, clock, window = random.Random(7), TickClock(), Window()
+        exact: list[tuple[float, bool]] = []
+        for _ in range(5000):
+            clock.tick(rng.choice([0, 0, 1, 1, 2, 5]))
+            now, failed = clock.monotonic(), rng.random() < 0.6
+            window.add(now, failed, 30)
+            exact = [(t, f) for t, f in [*exact, (now, failed)] if t > now - 30]
+            assert (window.total, window.failures) == (len(exact), sum(f for _, f in exact))
+
+    async def test_a_long_window_is_divided_into_at_most_120_buckets(self) -> None:
+        breaker, clock, _ = create_breaker(BreakerSettings(window_s=86_400, min_attempts=10_000))
+        assert bucket_width(86_400) == 720
+        for _ in range(2 * 86_400 // 60):  # one result a minute for two days
+            permit = breaker.admit()
+            assert permit is not None
+            breaker.record(permit, 200)
+            clock.tick(60)
+        assert breaker.window.buckets <= 121
+
+    def test_a_bucket_leaves_when_its_start_is_a_window_old(self) -> None:
+        window, clock = Window(), TickClock()
+        window.add(clock.monotonic(), True, 10)  # bucket [0, 1)
+        clock.tick(0.5)
+        window.add(clock.monotonic(), True, 10)  # the same bucket
+        clock.tick(3)
+        window.add(clock.monotonic(), False, 10)  # bucket [3, 4)
+        assert (window.buckets, window.total, window.failures) == (2, 3, 2)
+        clock.tick(6.4)  # 9.9: the first bucket's start is not yet 10 s old
+        window.expire(clock.monotonic(), 10)
+        assert (window.buckets, window.total, window.failures) == (2, 3, 2)
+        clock.tick(0.1)  # 10.0
+        window.expire(clock.monotonic(), 10)
+        assert (window.buckets, window.total, window.failures) == (1, 1, 0)
+        clock.tick(3)  # 13.0: the second bucket's start is 10 s old
+        window.expire(clock.monotonic(), 10)
+        assert (window.buckets, window.total, window.failures) == (0, 0, 0)
+
+    async def test_expired_buckets_do_not_count_towards_a_trip(self) -> None:
+        """Nine failures, then 15 s later (past the 10 s window) nine successes and one
+        failure: 10 % of ten, not 50 % of twenty."""
+        breaker, clock, _ = create_breaker(BreakerSettings(window_s=10, min_attempts=10))
+        await attempts(breaker, clock, [503] * 9)
+        assert breaker.window.total == 9
+        await clock.advance(15)
+        await attempts(breaker, clock, [200] * 9 + [503])
+        assert breaker.state is BreakerState.CLOSED
+        assert (breaker.window.total, breaker.window.failures) == (10, 1)
+
+
+class TestCause:
+    def record(self, breaker: Breaker, status: int, event_id: str) -> None:
+        permit = breaker.admit()
+        assert permit is not None
+        breaker.record(permit, status, event_id=event_id)
+
+    async def test_the_attempt_that_trips_is_named(self) -> None:
+        breaker, _, seen = create_breaker(BreakerSettings(consecutive=3))
+        for n in range(3):
+            self.record(breaker, 503, f"evt_{n}")
+        assert [(t.kind, t.event_id) for t in seen.transitions] == [
+            (TransitionKind.OPENED, "evt_2"),
+        ]  # fmt: skip
+
+    async def test_the_failed_probe_and_the_410_are_named(self) -> None:
+        breaker, clock, seen = create_breaker(BreakerSettings(consecutive=1, cooldown_s=10))
+        self.record(breaker, 503, "evt_trip")
+        await clock.advance(10)
+        self.record(breaker, 503, "evt_probe")
+        await clock.advance(20)
+        self.record(breaker, 410, "evt_gone")
+        named = [(t.kind, t.event_id) for t in seen.transitions if t.kind != "probing"]
+        assert named == [
+            (TransitionKind.OPENED, "evt_trip"), (TransitionKind.REOPENED, "evt_probe"),
+            (TransitionKind.DISABLED, "evt_gone"),
+        ]  # fmt: skip
+
+    async def test_sustained_failure_names_the_last_failed_probe(self) -> None:
+        settings = BreakerSettings(consecutive=1, cooldown_s=10, max_cooldown_s=10,
+                                   disable_after_s=60)  # fmt: skip
+        breaker, clock, seen = create_breaker(settings)
+        self.record(breaker, 503, "evt_trip")
+        for n in range(5):
+            await clock.advance(10)
+            self.record(breaker, 503, f"evt_probe_{n}")
+        await clock.advance(10)
+        breaker.poll()
+        assert (seen.transitions[-1].kind, seen.transitions[-1].event_id) == (
+            TransitionKind.DISABLED, "evt_probe_4",
+        )  # fmt: skip
+
+    async def test_a_closing_forgets_the_cause(self) -> None:
+        breaker, clock, seen = create_breaker(BreakerSettings(consecutive=1, cooldown_s=10))
+        self.record(breaker, 503, "evt_trip")
+        await clock.advance(10)
+        self.record(breaker, 200, "evt_ok")
+        assert seen.transitions[-1].kind is TransitionKind.CLOSED
+        permit = breaker.admit()
+        assert permit is not None
+        breaker.record(permit, 503)  # an attempt that names no event
+        assert (seen.transitions[-1].kind, seen.transitions[-1].event_id) == (
+            TransitionKind.OPENED, None,
+        )  # fmt: skip
 
 
 class TestOpen:

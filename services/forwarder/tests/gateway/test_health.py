@@ -91,11 +91,14 @@ class Replica:
             clock=clock, on_transition=self.health.transitioned, **lanes,
         )  # fmt: skip
         self.offset = 0
+        self.events: list[str] = []
+        """The ids of the events fed, in order."""
 
     def feed(self, destination: Destination, count: int) -> list[str]:
         ids = []
         for _ in range(count):
             event = create_event(created_at=self.clock.now())
+            self.events.append(event.id)
             task = create_destination_task(event=event, destination=destination.id)
             self.lanes.submit(P, self.offset, [task])
             self.offset += 1
@@ -268,6 +271,22 @@ class TestIssues:
             IssueType.DELIVERY, IssueStatus.OPEN, world.billing.name, "breaker",
         )  # fmt: skip
         assert issue.count == 3
+
+    async def test_the_issue_names_the_attempt_that_tripped_then_the_failed_probe(self) -> None:
+        world = World()
+        await failing(world)  # one at a time: the third tripped, the fourth is the first probe
+        [issue] = world.issues.by_id.values()
+        assert issue.sample_event_id == world.one.events[2]
+        await world.settle(10)
+        [issue] = world.issues.by_id.values()
+        assert (issue.count, issue.sample_event_id) == (2, world.one.events[3])
+        assert world.told.notifications[0][1].issue.sample_event_id == world.one.events[2]
+
+    async def test_a_disabled_issue_names_the_attempt_answered_410(self) -> None:
+        world = World()
+        await failing(world, status=410)
+        [issue] = world.issues.by_id.values()
+        assert (issue.type, issue.sample_event_id) == (IssueType.DISABLED, world.one.events[0])
 
     async def test_closing_resolves_it(self) -> None:
         world = World()

@@ -19,7 +19,6 @@ from hookbay_common.configlog import ConfigChange, ConfigPublisher, destination_
 from hookbay_common.db import Database, DestinationRepository, WebhookRepository
 from hookbay_common.kafka import create_producer
 from hookbay_common.models import (
-    BreakerState,
     Destination,
     DestinationState,
     StateReason,
@@ -375,24 +374,3 @@ class TestReconciliation:
             assert view.destination_by_id(destination.id) == newer
             assert routing.changed[-1] == newer
             assert await view.reconcile() == 1  # the next one: MongoDB never got it
-
-    async def test_the_deliverers_breaker_state_is_taken_without_a_repair(
-        self, settings: Settings, db: Database
-    ) -> None:
-        """``record_breaker`` writes beside the owner's record without moving ``updated_at``
-        and without a publication: not a lost publication."""
-        async with following(settings, db) as routing:
-            view, user = routing.view, unique_name("u")
-            destination = await routing.destination(user)
-            assert await view.destination(user, destination.name) == destination
-            opened = destination.updated_at + timedelta(seconds=1)
-            await routing.destinations.record_breaker(
-                user, destination.name, state=BreakerState.OPEN, opened_at=opened,
-                next_probe_at=opened + timedelta(seconds=30),
-            )  # fmt: skip
-            assert await view.reconcile() == 0
-            held = view.destination_by_id(destination.id)
-            assert held is not None
-            assert held.breaker.state is BreakerState.OPEN
-            assert routing.changed[-1] == held
-            assert routing.sample("hookbay_forwarder_routing_view_reconcile_repairs_total") == 0

@@ -6,6 +6,7 @@ FerretDB support: no transactions, change streams, TTL indexes, ``$facet`` or ``
 
 from hookbay_common.db.alert_channels import AlertChannelRepository
 from hookbay_common.db.client import Collections, Database, connect, database, migrate
+from hookbay_common.db.destination_failures import DestinationFailureRepository, FailedAttempt
 from hookbay_common.db.destinations import DestinationRepository
 from hookbay_common.db.events import AttemptRepository, EventCursor, EventRepository
 from hookbay_common.db.held import HeldTask, HoldRepository, HoldState, HoldStoreError
@@ -24,9 +25,11 @@ __all__ = [
     "AttemptRepository",
     "Collections",
     "Database",
+    "DestinationFailureRepository",
     "DestinationRepository",
     "EventCursor",
     "EventRepository",
+    "FailedAttempt",
     "HeldTask",
     "HoldRepository",
     "HoldState",

@@ -32,6 +32,7 @@ class Collections:
     HELD_LANES: Final = "held_lanes"
     ISSUES: Final = "issues"
     ALERT_CHANNELS: Final = "alert_channels"
+    DESTINATION_FAILURES: Final = "destination_failures"
 
 
 INDEXES: Final[dict[str, list[IndexModel]]] = {

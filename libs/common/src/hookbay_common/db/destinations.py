@@ -1,11 +1,10 @@
 """The ``destinations`` collection: one document per owner's destination, unique by
 (``username``, ``name``). Header values are sealed with ``SecretBox`` before they are stored;
 headers are stored as ``{name, value}`` pairs (a header name may hold ``.``, which a document
-key may not)."""
+key may not). Deleting a destination forgets its last errors (``destination_failures``)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import SecretStr
@@ -14,15 +13,17 @@ from pymongo.errors import DuplicateKeyError
 
 from hookbay_common.clock import utcnow
 from hookbay_common.db.client import Collections, Database
+from hookbay_common.db.destination_failures import failures_key
 from hookbay_common.db.documents import headers_from_document, headers_to_document
 from hookbay_common.errors import DestinationAlreadyExists, DestinationNotFound
-from hookbay_common.models import BreakerState, Destination
+from hookbay_common.models import Destination
 from hookbay_common.secrets_box import SecretBox
 
 
 class DestinationRepository:
     def __init__(self, db: Database, box: SecretBox) -> None:
         self._destinations = db[Collections.DESTINATIONS]
+        self._failures = db[Collections.DESTINATION_FAILURES]
         self._box = box
 
     def _sealed_headers(self, headers: dict[str, SecretStr]) -> list[dict[str, str]]:
@@ -94,24 +95,8 @@ class DestinationRepository:
             raise DestinationNotFound(username, name)
         return self._from_document(doc)
 
-    async def record_breaker(
-        self,
-        username: str,
-        name: str,
-        *,
-        state: BreakerState,
-        opened_at: datetime | None,
-        next_probe_at: datetime | None,
-    ) -> None:
-        """The deliverer's view of the breaker, written beside the owner's thresholds (which
-        it leaves alone); ``updated_at`` does not move (it is the owner's last change)."""
-        await self._destinations.update_one(
-            {"username": username, "name": name},
-            {"$set": {"breaker.state": state.value, "breaker.opened_at": opened_at,
-                      "breaker.next_probe_at": next_probe_at}},
-        )  # fmt: skip
-
     async def delete(self, username: str, name: str) -> None:
         result = await self._destinations.delete_one({"username": username, "name": name})
         if result.deleted_count == 0:
             raise DestinationNotFound(username, name)
+        await self._failures.delete_one({"_id": failures_key(username, name)})

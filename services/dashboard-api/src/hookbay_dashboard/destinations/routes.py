@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response, status
 from hookbay_dashboard.deps import CurrentUser, DestinationsDep
 from hookbay_dashboard.destinations.schemas import (
     DestinationCreate,
+    DestinationHealthRead,
     DestinationRead,
     DestinationUpdate,
 )
@@ -37,6 +38,16 @@ async def get_destination(
     dest: str, principal: CurrentUser, destinations: DestinationsDep
 ) -> DestinationRead:
     return DestinationRead.of(await destinations.get(principal.username, dest))
+
+
+@router.get("/destinations/{dest}/health", response_model=DestinationHealthRead)
+async def get_destination_health(
+    dest: str, principal: CurrentUser, destinations: DestinationsDep
+) -> DestinationHealthRead:
+    """Deliveries held for it (how many, since when) and its last failed attempts (when, what
+    answered, which event), newest first."""
+    health = await destinations.health(principal.username, dest)
+    return DestinationHealthRead.of(health.hold, health.last_errors)
 
 
 @router.patch("/destinations/{dest}", response_model=DestinationRead)

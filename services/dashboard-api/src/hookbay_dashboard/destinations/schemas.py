@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hookbay_common.db.destination_failures import RECENT_FAILURES, FailedAttempt
+from hookbay_common.db.held import HoldState
 from hookbay_common.headers import HOOKBAY_PREFIX, HOP_BY_HOP
 from hookbay_common.models import (
     DESTINATION_TIMEOUT_DEFAULT,
@@ -247,3 +250,38 @@ class DestinationRead(BaseModel):
 
     def view(self) -> dict[str, Any]:
         return self.model_dump(mode="python")
+
+
+class FailedAttemptRead(BaseModel):
+    at: Timestamp = Field(description="When the attempt began.")
+    event_id: str
+    status_code: int | None = Field(description="What the destination answered; null: nothing.")
+    error: str | None = Field(description="Why no answer came (a timeout, a refused connection).")
+
+    @classmethod
+    def of(cls, failed: FailedAttempt) -> FailedAttemptRead:
+        return cls(
+            at=failed.at, event_id=failed.event_id, status_code=failed.status_code,
+            error=failed.error,
+        )  # fmt: skip
+
+
+class DestinationHealthRead(BaseModel):
+    held: int = Field(
+        description="Deliveries held for it (paused, open breaker, disabled, or a backlog "
+        "spilled out of memory); while a drain runs, the count may include a few it just "
+        "delivered."
+    )
+    oldest_held_at: Timestamp | None = Field(
+        description="When the oldest held delivery was held; null: none held."
+    )
+    last_errors: list[FailedAttemptRead] = Field(
+        description=f"Its newest failed attempts, newest first, at most {RECENT_FAILURES}."
+    )
+
+    @classmethod
+    def of(cls, hold: HoldState, last_errors: Sequence[FailedAttempt]) -> DestinationHealthRead:
+        return cls(
+            held=hold.count, oldest_held_at=hold.oldest_held_at,
+            last_errors=[FailedAttemptRead.of(f) for f in last_errors],
+        )  # fmt: skip

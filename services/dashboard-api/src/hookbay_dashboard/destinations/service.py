@@ -1,14 +1,24 @@
-"""Destinations: where routes deliver, with their delivery controls and state."""
+"""Destinations: where routes deliver, with their delivery controls and state, and their health
+(what is held for them, their last errors)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
-from hookbay_common.db import DestinationRepository, UserRepository, WebhookRepository
+from hookbay_common.db import (
+    DestinationFailureRepository,
+    DestinationRepository,
+    FailedAttempt,
+    HoldRepository,
+    HoldState,
+    UserRepository,
+    WebhookRepository,
+)
 from hookbay_common.db.forwarding import forward_webhook
 from hookbay_common.destination_state import DestinationStates
 from hookbay_common.errors import DestinationInUse, ForwardUrlManaged, InvalidField
@@ -37,6 +47,12 @@ def check_resource_name(value: str, field: str = "name") -> str:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class DestinationHealth:
+    hold: HoldState
+    last_errors: list[FailedAttempt]
+
+
 class DestinationService:
     """An owner's destinations. Every change is published to the configuration change log
     after its MongoDB write when a ``publisher`` is given."""
@@ -49,8 +65,12 @@ class DestinationService:
         *,
         allow_private: bool,
         publisher: ConfigPublisher | None = None,
+        holds: HoldRepository | None = None,
+        failures: DestinationFailureRepository | None = None,
     ) -> None:
         self._destinations = destinations
+        self._holds = holds
+        self._failures = failures
         self._users = users
         self._webhooks = webhooks
         self._allow_private = allow_private
@@ -89,6 +109,20 @@ class DestinationService:
     async def get(self, username: str, name: str) -> Destination:
         """``DestinationNotFound`` also when ``name`` belongs to another owner."""
         return await self._destinations.require(username, name)
+
+    async def health(self, username: str, name: str) -> DestinationHealth:
+        """What is held for the destination (the hold store's count and oldest, by its id) and
+        its newest failed attempts since it was created; each a read of a few documents by
+        ``_id``, whatever the owner's history holds. ``DestinationNotFound`` also when ``name``
+        belongs to another owner."""
+        destination = await self._destinations.require(username, name)
+        hold = HoldState(0, 0, None)
+        if self._holds is not None:
+            hold = await self._holds.state(destination.id)
+        last_errors: list[FailedAttempt] = []
+        if self._failures is not None:
+            last_errors = await self._failures.recent(username, name, since=destination.created_at)
+        return DestinationHealth(hold, last_errors)
 
     async def list_for_owner(self, username: str) -> list[Destination]:
         await self._users.require(username)

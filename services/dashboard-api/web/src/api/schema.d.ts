@@ -228,6 +228,27 @@ export interface paths {
         patch: operations["update_destination_api_v1_destinations__dest__patch"];
         trace?: never;
     };
+    "/api/v1/destinations/{dest}/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Destination Health
+         * @description Deliveries held for it (how many, since when) and its last failed attempts (when, what
+         *     answered, which event), newest first.
+         */
+        get: operations["get_destination_health_api_v1_destinations__dest__health_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/destinations/{dest}/pause": {
         parameters: {
             query?: never;
@@ -1358,6 +1379,24 @@ export interface components {
              */
             url: string;
         };
+        /** DestinationHealthRead */
+        DestinationHealthRead: {
+            /**
+             * Held
+             * @description Deliveries held for it (paused, open breaker, disabled, or a backlog spilled out of memory); while a drain runs, the count may include a few it just delivered.
+             */
+            held: number;
+            /**
+             * Last Errors
+             * @description Its newest failed attempts, newest first, at most 5.
+             */
+            last_errors: components["schemas"]["FailedAttemptRead"][];
+            /**
+             * Oldest Held At
+             * @description When the oldest held delivery was held; null: none held.
+             */
+            oldest_held_at: string | null;
+        };
         /** DestinationRead */
         DestinationRead: {
             breaker: components["schemas"]["BreakerRead"];
@@ -1705,6 +1744,27 @@ export interface components {
             result: components["schemas"]["VerificationResult"];
             secret?: components["schemas"]["MatchedSecret"] | null;
             type: components["schemas"]["VerificationType"];
+        };
+        /** FailedAttemptRead */
+        FailedAttemptRead: {
+            /**
+             * At
+             * Format: date-time
+             * @description When the attempt began.
+             */
+            at: string;
+            /**
+             * Error
+             * @description Why no answer came (a timeout, a refused connection).
+             */
+            error: string | null;
+            /** Event Id */
+            event_id: string;
+            /**
+             * Status Code
+             * @description What the destination answered; null: nothing.
+             */
+            status_code: number | null;
         };
         /**
          * FailedRetried
@@ -4869,6 +4929,124 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DestinationRead"];
+                };
+            };
+            /** @description Invalid request (bad parameter, cursor or value) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Forbidden (CSRF check failed, admin role required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or another owner's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict (name taken, destination in use, route limit) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Body or parameters do not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Too many requests (login throttling) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description A dependency (Kafka) is unreachable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    get_destination_health_api_v1_destinations__dest__health_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationHealthRead"];
                 };
             };
             /** @description Invalid request (bad parameter, cursor or value) */

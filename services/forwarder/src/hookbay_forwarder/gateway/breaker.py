@@ -4,7 +4,12 @@ States (``BreakerState``):
 
 - **closed**: attempts go out. Each result counts in a sliding window of ``window_s``
   seconds; the breaker *opens* when the window holds at least ``min_attempts`` results of which
-  at least ``failure_pct`` % failed, or after ``consecutive`` failures in a row.
+  at least ``failure_pct`` % failed, or after ``consecutive`` failures in a row. The window
+  keeps counts per bucket of ``bucket_width(window_s)`` seconds (one second up to a window of
+  ``WINDOW_BUCKETS`` seconds), not the results themselves: its memory is at most
+  ``WINDOW_BUCKETS + 1`` buckets whatever the rate. A bucket leaves the window once its start
+  is ``window_s`` old, so a result counts for ``window_s`` seconds less at most one bucket
+  (exactly ``window_s`` for results on whole bucket boundaries).
 - **open**: no attempt goes out (the lane holds). After a cool-down the next ``admit`` is the
   *probe*: the breaker turns **half_open** and admits that one attempt only. The cool-down is
   ``cooldown_s`` at the first opening and doubles at every failed probe up to ``max_cooldown_s``;
@@ -27,6 +32,7 @@ whose ``action`` tells the caller what to do with the destination: pause it (rea
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +51,8 @@ DEFAULT_CONSECUTIVE: Final = 20
 DEFAULT_COOLDOWN_S: Final = 30
 DEFAULT_MAX_COOLDOWN_S: Final = 1800
 DEFAULT_DISABLE_AFTER_S: Final = 72 * 3600
+WINDOW_BUCKETS: Final = 120
+"""Buckets a window is divided into at most (one-second buckets up to a 120 s window)."""
 
 
 class BreakerState(StrEnum):
@@ -158,6 +166,10 @@ class Transition:
     opened_at: datetime | None = None
     next_probe_at: datetime | None = None
     cooldown_s: float | None = None
+    event_id: str | None = None
+    """The event of the attempt that caused it: the failure that tripped the breaker, the failed
+    probe, the 410; for a disabling by sustained failure, the last failed probe's (``None``
+    when no attempt failed since the breaker was restored from the store)."""
 
     @property
     def action(self) -> Action:
@@ -173,6 +185,59 @@ class Permit:
 
 
 OnTransition = Callable[[Transition], None]
+
+
+def bucket_width(window_s: float) -> float:
+    """Seconds one bucket of a ``window_s`` window covers: one, or ``window_s /
+    WINDOW_BUCKETS`` for longer windows."""
+    return max(1.0, window_s / WINDOW_BUCKETS)
+
+
+class _Bucket:
+    __slots__ = ("failures", "start", "total")
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.total = 0
+        self.failures = 0
+
+
+class Window:
+    """Counts of the results of the last ``window_s`` seconds, in buckets (``bucket_width``).
+    A bucket leaves once its start is ``window_s`` old (``start <= now - window_s``)."""
+
+    def __init__(self) -> None:
+        self._buckets: deque[_Bucket] = deque()
+        self.total = 0
+        self.failures = 0
+
+    @property
+    def buckets(self) -> int:
+        return len(self._buckets)
+
+    def add(self, now: float, failed: bool, window_s: float) -> None:
+        """Count one result at ``now`` (monotonic, never earlier than the previous one)."""
+        width = bucket_width(window_s)
+        start = math.floor(now / width) * width
+        if not self._buckets or self._buckets[-1].start < start:
+            self._buckets.append(_Bucket(start))
+        bucket = self._buckets[-1]
+        bucket.total += 1
+        bucket.failures += failed
+        self.total += 1
+        self.failures += failed
+        self.expire(now, window_s)
+
+    def expire(self, now: float, window_s: float) -> None:
+        horizon = now - window_s
+        while self._buckets and self._buckets[0].start <= horizon:
+            old = self._buckets.popleft()
+            self.total -= old.total
+            self.failures -= old.failures
+
+    def clear(self) -> None:
+        self._buckets.clear()
+        self.total = self.failures = 0
 
 
 class Breaker:
@@ -192,8 +257,7 @@ class Breaker:
         self._on_transition = on_transition
         self.state = BreakerState.CLOSED
         self.disabled_reason: str | None = None
-        self._window: deque[tuple[float, bool]] = deque()
-        self._failures = 0
+        self._window = Window()
         self._consecutive = 0
         self._level = 0
         self._generation = itertools.count(1)
@@ -202,12 +266,18 @@ class Breaker:
         self._opened_at: datetime | None = None
         self._probe_at: float | None = None
         self._probe_out = False
+        self._cause: str | None = None
 
     # ------------------------------------------------------------------ reading
 
     @property
     def disabled(self) -> bool:
         return self.disabled_reason is not None
+
+    @property
+    def window(self) -> Window:
+        """The results counted while closed."""
+        return self._window
 
     @property
     def opened_at(self) -> datetime | None:
@@ -246,19 +316,30 @@ class Breaker:
             return Permit(self._current, probe=True)
         return None
 
-    def record(self, permit: Permit, status: int | None, *, retry_after_s: float = 0) -> None:
+    def record(
+        self,
+        permit: Permit,
+        status: int | None,
+        *,
+        retry_after_s: float = 0,
+        event_id: str | None = None,
+    ) -> None:
         """The result of an admitted attempt: its HTTP status, ``None`` for a network error or
-        a timeout; ``retry_after_s``: a 429's (or 503's) ``Retry-After``. Results of attempts
-        admitted before the latest opening change nothing but a 410 (they were already on
-        their way)."""
+        a timeout; ``retry_after_s``: a 429's (or 503's) ``Retry-After``; ``event_id``: the
+        event it delivered, named by the transition it causes (``Transition.event_id``).
+        Results of attempts admitted before the latest opening change nothing but a 410 (they
+        were already on their way)."""
         outcome = classify(status)
         if self.disabled:
             return
         if outcome is Outcome.GONE:
+            self._cause = event_id
             self._disable("gone")
             return
         if permit.generation != self._current:
             return
+        if outcome is Outcome.FAILURE:
+            self._cause = event_id
         if permit.probe:
             self._probe_out = False
             if outcome is Outcome.FAILURE:
@@ -312,21 +393,15 @@ class Breaker:
     # ------------------------------------------------------------------ inside
 
     def _count(self, failed: bool) -> None:
-        now = self._clock.monotonic()
-        self._window.append((now, failed))
-        self._failures += failed
+        self._window.add(self._clock.monotonic(), failed, self.settings.window_s)
         self._consecutive = self._consecutive + 1 if failed else 0
-        horizon = now - self.settings.window_s
-        while self._window and self._window[0][0] <= horizon:
-            _, old = self._window.popleft()
-            self._failures -= old
 
     def _tripped(self) -> bool:
-        s = self.settings
+        s, window = self.settings, self._window
         if self._consecutive >= s.consecutive:
             return True
-        total = len(self._window)
-        return total >= s.min_attempts and self._failures * 100 >= s.failure_pct * total
+        total = window.total
+        return total >= s.min_attempts and window.failures * 100 >= s.failure_pct * total
 
     def _open(self, kind: TransitionKind, retry_after_s: float) -> None:
         now = self._clock.monotonic()
@@ -338,7 +413,7 @@ class Breaker:
         cooldown = max(self.settings.cooldown(self._level), retry_after_s)
         self._probe_at = now + cooldown
         self._window.clear()
-        self._failures = self._consecutive = 0
+        self._consecutive = 0
         self._emit(kind, reason="breaker", cooldown_s=cooldown)
         self.poll()
 
@@ -358,10 +433,11 @@ class Breaker:
 
     def _clear(self) -> None:
         self._window.clear()
-        self._failures = self._consecutive = self._level = 0
+        self._consecutive = self._level = 0
         self._open_since = self._probe_at = None
         self._opened_at = None
         self._probe_out = False
+        self._cause = None
 
     def _wall(self, monotonic: float) -> datetime:
         return self._clock.now() + timedelta(seconds=monotonic - self._clock.monotonic())
@@ -374,7 +450,7 @@ class Breaker:
         transition = Transition(
             destination=self.destination, kind=kind, state=self.state, at=self._clock.now(),
             reason=reason, opened_at=self._opened_at, next_probe_at=self.next_probe_at,
-            cooldown_s=cooldown_s,
+            cooldown_s=cooldown_s, event_id=self._cause,
         )  # fmt: skip
         self._on_transition(transition)
 

@@ -14,7 +14,9 @@ code path of the owner's pause and resume: a MongoDB write, then the change log)
 When an ``IssueTracker`` is given, the same transitions open and resolve the owner's issues
 once the state is written: opened ⇒ an occurrence of the destination's ``delivery`` issue
 (reason ``breaker``; a reopening counts on it), disabled ⇒ one of its ``disabled`` issue
-(reason ``gone`` / ``sustained_failure``), closed ⇒ its ``delivery`` issue resolved. The tracker
+(reason ``gone`` / ``sustained_failure``), closed ⇒ its ``delivery`` issue resolved. An
+occurrence names the event of the attempt that caused it (``Transition.event_id``) as the
+issue's ``sample_event_id``. The tracker
 sends one notification per issue transition to the owner's channels (``Notifier``), never one
 per failed attempt. The owner's resume of a destination whose breaker was open here resolves
 both (the problem is the owner's to judge now; a breaker that opens again reopens them).
@@ -215,12 +217,14 @@ class DestinationHealth:
         kind = transition.kind
         if kind in (TransitionKind.OPENED, TransitionKind.REOPENED):
             await self._issues.occurred(
-                username, IssueType.DELIVERY, destination=name, reason="breaker"
-            )
+                username, IssueType.DELIVERY, destination=name, reason="breaker",
+                event_id=transition.event_id,
+            )  # fmt: skip
         elif kind is TransitionKind.DISABLED:
             await self._issues.occurred(
-                username, IssueType.DISABLED, destination=name, reason=transition.reason
-            )
+                username, IssueType.DISABLED, destination=name, reason=transition.reason,
+                event_id=transition.event_id,
+            )  # fmt: skip
         elif kind is TransitionKind.CLOSED:
             await self._issues.clear(username, IssueType.DELIVERY, destination=name)
 

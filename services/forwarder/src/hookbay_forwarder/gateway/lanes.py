@@ -694,7 +694,8 @@ class Lanes:
             lane.finished()
             return
         if delivered.attempted:
-            lane.breaker.record(permit, delivered.status, retry_after_s=delivered.retry_after_s)
+            lane.breaker.record(permit, delivered.status, retry_after_s=delivered.retry_after_s,
+                                event_id=entry.task.event.id)  # fmt: skip
         if self._metrics is not None:
             self._metrics.deliveries.labels(delivered.outcome).inc()
         self._handled(lane, entry)

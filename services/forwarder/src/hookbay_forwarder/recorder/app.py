@@ -12,7 +12,7 @@ import time
 
 from aiokafka import AIOKafkaConsumer
 
-from hookbay_common.db import AttemptRepository, EventRepository
+from hookbay_common.db import AttemptRepository, DestinationFailureRepository, EventRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.kafka import BrokerProbe, create_consumer, ensure_configured_topics
 from hookbay_common.logs import get_logger
@@ -49,8 +49,9 @@ class Recorder:
         )
         db = db_client.database(self.mongo)
         self.handlers = RecorderHandlers(
-            EventRepository(db), AttemptRepository(db), self.topics, self.metrics
-        )
+            EventRepository(db), AttemptRepository(db), self.topics, self.metrics,
+            DestinationFailureRepository(db),
+        )  # fmt: skip
         self.consumer: AIOKafkaConsumer = create_consumer(
             settings.kafka_bootstrap, self.topics.events, self.topics.attempts,
             group_id=f"{self.topics.namespace}.recorder", client_id="hookbay-recorder",

@@ -1,4 +1,5 @@
-"""The recorder's business: write one batch of events, attempts and delivery records to MongoDB.
+"""The recorder's business: write one batch of events, attempts and delivery records to MongoDB,
+and note each destination's failed attempts (``DestinationFailureRepository``) after them.
 
 Writes are idempotent upserts (``record_batch``): a batch written again changes nothing. What
 the batches change in the page summaries is gathered in a ``PendingSummaries`` and written by
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hookbay_common.db import AttemptRepository, EventRepository
+from hookbay_common.db import AttemptRepository, DestinationFailureRepository, EventRepository
 from hookbay_common.db.events import PendingSummaries, record_batch
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, Delivery, Event
@@ -29,6 +30,8 @@ class RecorderHandlers:
     attempts: AttemptRepository
     topics: Topics
     metrics: RecorderMetrics
+    failures: DestinationFailureRepository | None = None
+    """Keeps each destination's newest failed attempts (its page's last errors)."""
 
     async def record(self, records: Sequence[Any], pending: PendingSummaries) -> None:
         """Write one batch: events, attempts, delivery records (on the attempts topic, keyed by
@@ -53,6 +56,8 @@ class RecorderHandlers:
                 self.metrics.unreadable.labels(record.topic).inc()
         started = time.perf_counter()
         await record_batch(self.events, self.attempts, events, attempts, pending, deliveries)
+        if self.failures is not None:
+            await self.failures.note(attempts)
         self.metrics.write_latency.observe(time.perf_counter() - started)
         self.metrics.recorded.labels("event").inc(len(events))
         self.metrics.recorded.labels("attempt").inc(len(attempts))

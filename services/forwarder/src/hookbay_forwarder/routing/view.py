@@ -17,9 +17,7 @@ What the router asks (``webhook()``, ``destination()``) and the lanes ask
    unreachable: ``RoutingViewUnavailable`` (retry later).
    ``destination_by_id()`` answers from the view alone (the lanes call it on every start).
 3. **Reconciliation.** Every ``reconcile_interval`` the view is compared with MongoDB and
-   repaired: the safety net for a lost publication. An entry whose record differs at the same
-   ``updated_at`` was written without a publication on purpose (the deliverer's breaker state,
-   ``DestinationRepository.record_breaker``): it is taken, not counted as a repair.
+   repaired: the safety net for a lost publication. Every entry that differs counts as a repair.
 
 Races, as in ingest's ``ConfigView``: a change older than the record held (``at`` before its
 ``updated_at``) is ignored; a read-through or a reconciliation that read MongoDB before the change
@@ -233,8 +231,7 @@ class RoutingView:
             if current == stored:
                 continue
             self._put(key, stored)
-            if current is None or stored is None or current.updated_at != stored.updated_at:
-                repairs += 1
+            repairs += 1
         if self.loaded and repairs:
             self._metrics.reconcile_repairs.inc(repairs)
             log.warning("routing_view_repaired", repairs=repairs)

@@ -68,7 +68,7 @@ export function DestinationDetail() {
               <Time iso={data.updated_at} />
             </dd>
           </dl>
-          <Health breaker={data.breaker} />
+          <Health dest={data.name} breaker={data.breaker} />
           <DestinationForm destination={data} />
         </>
       )}

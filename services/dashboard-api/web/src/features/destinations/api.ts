@@ -1,6 +1,6 @@
 import { queryOptions } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
-import type { Destination } from "../../api/types";
+import type { Destination, DestinationHealth } from "../../api/types";
 
 export const destinationsQuery = queryOptions({
   queryKey: ["destinations"],
@@ -12,6 +12,16 @@ export function destinationQuery(dest: string) {
     queryKey: ["destinations", dest],
     queryFn: (): Promise<Destination> =>
       call(() => api.GET("/api/v1/destinations/{dest}", { params: { path: { dest } } })),
+  });
+}
+
+/** What the destination holds and its last errors, kept fresh while its page is open. */
+export function destinationHealthQuery(dest: string) {
+  return queryOptions({
+    queryKey: ["destinations", dest, "health"],
+    queryFn: (): Promise<DestinationHealth> =>
+      call(() => api.GET("/api/v1/destinations/{dest}/health", { params: { path: { dest } } })),
+    refetchInterval: 10_000,
   });
 }
 
