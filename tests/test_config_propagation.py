@@ -24,6 +24,7 @@ import pytest
 from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.settings import Settings
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dev.http import async_client
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
 from tests.support.ingest import Probe, ingest_process
 from tests.support.waiting import until
@@ -64,8 +65,8 @@ async def replicas(env: dict[str, str], settings: Settings) -> AsyncIterator[Rep
     async with (
         ingest_process(penv) as (_, first),
         ingest_process(penv) as (_, second),
-        httpx.AsyncClient(base_url=first, timeout=30) as a,
-        httpx.AsyncClient(base_url=second, timeout=30) as b,
+        async_client(base_url=first, timeout=30) as a,
+        async_client(base_url=second, timeout=30) as b,
     ):
         yield Replicas([a, b])
 

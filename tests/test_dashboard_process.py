@@ -7,11 +7,10 @@ import json
 import signal
 from pathlib import Path
 
-import httpx
-
 from hookbay_common.db import Database, TokenRepository, UserRepository
 from hookbay_common.plans import load_plans
 from hookbay_dashboard.accounts.service import AccountService
+from hookbay_dev.http import async_client
 from tests.support.factories import unique_name
 from tests.support.processes import service_process
 
@@ -33,7 +32,7 @@ class TestDashboardProcess:
             assert ready == {"ready": True, "kafka": True, "mongo": True, "redis": True}
             assert (await dashboard.get("/healthz")).json() == {"status": "ok"}
             headers = {"Authorization": f"Bearer {token}"}
-            async with httpx.AsyncClient(base_url=dashboard.base, headers=headers) as client:
+            async with async_client(base_url=dashboard.base, headers=headers) as client:
                 created = await client.post(
                     "/api/v1/webhooks", json={"name": "orders", "secret": "top-secret-value"}
                 )

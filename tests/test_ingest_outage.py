@@ -21,6 +21,7 @@ from hookbay_common.models import Event
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_event
+from hookbay_dev.http import async_client
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.broker import PrivateBroker
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
@@ -128,7 +129,7 @@ class TestGracefulShutdown:
         probe = Probe(settings.kafka_bootstrap, settings.topics.events)
         await probe.start()  # reads from the current end: only what this test produces
         async with ingest_process(env, capture_stderr=True) as (proc, base):
-            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            async with async_client(base_url=base, timeout=30) as client:
                 first_chunk_sent = asyncio.Event()
                 release = asyncio.Event()
 
@@ -178,7 +179,7 @@ class TestDrainDelay:
         drained = {**env, "HOOKBAY_DRAIN_DELAY": "3"}
         async with ingest_process(drained, capture_stderr=True) as (proc, base):
             port = int(base.rsplit(":", 1)[1])
-            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            async with async_client(base_url=base, timeout=30) as client:
                 proc.send_signal(signal.SIGTERM)
 
                 async def draining() -> bool:

@@ -29,6 +29,7 @@ from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Attempt, AttemptTrigger, Event, RejectedReason
 from hookbay_common.wire import encode_attempt, encode_event
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dev.http import async_client
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_forwarder.stats import StatsProcessor
 from tests.support.dashboard import serve_dashboard
@@ -694,7 +695,7 @@ class TestThroughThePipeline:
             service_process("forwarder", penv, tmp_path / "forwarder.log"),
             service_process("recorder", penv, tmp_path / "recorder.log"),
             service_process("stats", penv, tmp_path / "stats.log") as stats_process,
-            httpx.AsyncClient(base_url=ingest_base, timeout=30) as ingest,
+            async_client(base_url=ingest_base, timeout=30) as ingest,
         ):
             owner = await dashboard.owner()
             for name, url in urls.items():

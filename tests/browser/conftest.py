@@ -31,6 +31,7 @@ from hookbay_common.plans import load_plans
 from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.spa import STATIC_DIR
+from hookbay_dev.http import async_client
 from tests.support.factories import unique_name
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.receiver import Receiver
@@ -71,7 +72,7 @@ class Stack:
         return self.dashboard.base
 
     def dashboard_client(self, token: str) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
+        return async_client(
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
 
@@ -110,7 +111,7 @@ class Stack:
         if secret is not None:
             digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
             sent["X-Service-Signature"] = f"sha256={digest}"
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with async_client(timeout=30) as client:
             response = await client.post(hook["url"], content=body, headers=sent)
         assert response.status_code == status, response.text
         request_id: str = response.json()["requestId"]

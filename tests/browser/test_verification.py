@@ -10,6 +10,7 @@ import time
 import httpx
 from playwright.async_api import expect
 
+from hookbay_dev.http import async_client
 from tests.browser.conftest import Session, Stack
 from tests.support.waiting import until
 
@@ -26,7 +27,7 @@ async def post(url: str, body: bytes, signature: str | None) -> httpx.Response:
     headers = {"content-type": "application/json"}
     if signature is not None:
         headers["stripe-signature"] = signature
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with async_client(timeout=30) as client:
         return await client.post(url, content=body, headers=headers)
 
 

@@ -42,6 +42,7 @@ from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.plans import PlanBook, load_plans
 from hookbay_common.settings import Settings
 from hookbay_dashboard.accounts.service import AccountService
+from hookbay_dev.http import async_client
 from tests.chaos.fuzz_api import fuzz_api
 from tests.chaos.fuzz_ingest import NO_ANSWER_ALLOWED, fuzz_ingest, missing_from_kafka
 from tests.chaos.leaks import scan, scan_logs
@@ -132,10 +133,10 @@ async def fuzz_stack(env: dict[str, str], db: Database, logs: Path) -> AsyncIter
         service_process("forwarder", penv, logs / "forwarder.log") as forwarder,
     ):
         auth = {"Authorization": f"Bearer {ingest_token}"}
-        async with httpx.AsyncClient(base_url=dashboard.base, headers=auth, timeout=30) as api:
+        async with async_client(base_url=dashboard.base, headers=auth, timeout=30) as api:
             targets = await _targets(api, ingest_owner, destination)
         auth = {"Authorization": f"Bearer {api_token}"}
-        async with httpx.AsyncClient(base_url=dashboard.base, headers=auth, timeout=30) as api:
+        async with async_client(base_url=dashboard.base, headers=auth, timeout=30) as api:
             await _seed_events(db, api, api_owner)
         session = await _session(dashboard.base, api_owner)
         yield FuzzStack(
@@ -158,7 +159,7 @@ async def destination_process(deliveries: Path, log: Path) -> AsyncIterator[str]
 
     async def answers() -> bool:
         try:
-            async with httpx.AsyncClient(timeout=2) as client:
+            async with async_client(timeout=2) as client:
                 return (await client.get(f"{url}/_chaos/mode")).status_code == 200
         except httpx.TransportError:
             return False
@@ -243,7 +244,7 @@ async def _seed_events(db: Database, api: httpx.AsyncClient, username: str) -> N
 
 
 async def _session(base: str, username: str) -> list[str]:
-    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+    async with async_client(base_url=base, timeout=30) as client:
         response = await client.post(
             "/api/v1/auth/login", json={"username": username, "password": PASSWORD}
         )

@@ -43,6 +43,7 @@ from hookbay_common.kafka import create_producer, ensure_configured_topics
 from hookbay_common.models import AlertChannel, AlertChannelType, DestinationState, StateReason
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
+from hookbay_dev.http import async_client
 from hookbay_dev.processes import launch
 from tests.support.broker import ROOT, PrivateServer
 from tests.support.factories import (
@@ -227,7 +228,7 @@ class Stack:
 
     async def _destination_answers(self) -> bool:
         try:
-            async with httpx.AsyncClient(timeout=2) as client:
+            async with async_client(timeout=2) as client:
                 return (await client.get(self.destination + "/_chaos/mode")).status_code == 200
         except httpx.TransportError:
             return False
@@ -303,7 +304,7 @@ class Stack:
         asked: dict[str, Any] = {"mode": mode}
         if paths is not None:
             asked["paths"] = paths
-        async with httpx.AsyncClient(timeout=5) as client:
+        async with async_client(timeout=5) as client:
             answer = await client.post(self.destination + "/_chaos/mode", json=asked)
             answer.raise_for_status()
 

@@ -21,6 +21,7 @@ from hookbay_dashboard.accounts.service import AccountService
 from hookbay_dashboard.app import create_app
 from hookbay_dashboard.runtime import Runtime
 from hookbay_dashboard.settings import DashboardSettings
+from hookbay_dev.http import async_client
 from tests.support.factories import unique_name
 from tests.support.net import free_port
 
@@ -42,7 +43,7 @@ class Owner:
 
     async def login(self) -> tuple[httpx.AsyncClient, str]:
         """A client holding a session cookie, and the session's CSRF token."""
-        client = httpx.AsyncClient(base_url=self.base_url, timeout=30)
+        client = async_client(base_url=self.base_url, timeout=30)
         self._extra.append(client)
         response = await client.post(
             "/api/v1/auth/login", json={"username": self.username, "password": PASSWORD}
@@ -66,7 +67,7 @@ class Dashboard:
         return self.runtime.settings
 
     def client(self, **kwargs: Any) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url, timeout=30, **kwargs)
+        return async_client(base_url=self.url, timeout=30, **kwargs)
 
     async def owner(self, *, plan: str = "pro", admin: bool = False) -> Owner:
         """A new user with a password and an API token."""

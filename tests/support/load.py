@@ -38,6 +38,8 @@ from typing import IO, Any
 
 import httpx
 
+from hookbay_dev.http import async_client
+
 PROBE = 0.5
 KB = 1024
 SIZES = ((0.90, 1 * KB, 4 * KB), (0.09, 4 * KB, 64 * KB), (0.01, 64 * KB, 500 * KB))
@@ -124,7 +126,7 @@ async def run(bases: list[str], targets: list[dict[str, str]], out_path: Path, r
     slots = asyncio.Semaphore(in_flight)
     tasks: set[asyncio.Task[None]] = set()
     with out_path.open("a") as out:
-        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        async with async_client(timeout=60, limits=limits) as client:
             unready: set[str] = set()
             if len(bases) > 1:
                 probing = asyncio.create_task(_probe(client, bases, unready, stopping))

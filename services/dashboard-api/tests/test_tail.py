@@ -27,6 +27,7 @@ from hookbay_common.models import Event, EventRow, EventStatus
 from hookbay_common.secrets_box import SecretBox
 from hookbay_dashboard.tail import routes as tail_routes
 from hookbay_dashboard.tail.service import Cursor, Gap, TailItem, TailKind, TailService
+from hookbay_dev.http import async_client
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
 from tests.support.factories import TEST_SECRET_KEY, create_attempt, create_event, create_webhook
 from tests.support.processes import service_process
@@ -586,7 +587,7 @@ class TestShutdown:
         async with service_process("dashboard", env, tmp_path / "dashboard.log") as process:
             headers = {"Authorization": f"Bearer {hook.owner.token}"}
             async with (
-                httpx.AsyncClient(base_url=process.base, headers=headers, timeout=30) as client,
+                async_client(base_url=process.base, headers=headers, timeout=30) as client,
                 open_stream(client, hook.stream_path) as stream,
             ):
                 event = await hook.record()

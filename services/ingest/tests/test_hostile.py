@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 from hookbay_common.models import User, Webhook
+from hookbay_dev.http import async_client
 from tests.support.ingest import Probe, Stack, ingest_process, raw_exchange
 from tests.support.waiting import until
 
@@ -309,7 +309,7 @@ class TestClientDisconnect:
             writer.write(post_head(user, hook, "Content-Length: 1000") + b"only part")
             await writer.drain()
             writer.close()  # mid-body
-            async with httpx.AsyncClient(base_url=base) as client:
+            async with async_client(base_url=base) as client:
 
                 async def counted() -> bool:
                     metrics = (await client.get("/metrics")).text

@@ -8,11 +8,11 @@ import hmac
 import time
 from collections.abc import AsyncIterator, Callable
 
-import httpx
 import pytest
 
 from hookbay_common.ids import IdPrefix, has_prefix
 from hookbay_common.models import EventStatus, RejectedReason
+from hookbay_dev.http import async_client
 from tests.support.factories import create_webhook
 from tests.support.ingest import Probe, Stack, ingest_process
 
@@ -297,7 +297,7 @@ class TestReplicas:
     ) -> None:
         """This process's ingest and a second ``python -m hookbay_ingest`` on the same Redis."""
         user, hook = await stack.owner(plan="free")
-        async with ingest_process(env) as (_, base), httpx.AsyncClient(base_url=base) as remote:
+        async with ingest_process(env) as (_, base), async_client(base_url=base) as remote:
             url = f"/w/{user.username}/{hook.name}"
             statuses = []
             for i in range(12):

@@ -13,7 +13,6 @@ from email import message_from_bytes
 from email.message import Message
 from typing import Any
 
-import httpx
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
@@ -37,6 +36,7 @@ from hookbay_common.models import (
     Notified,
 )
 from hookbay_common.secrets_box import SecretBox
+from hookbay_dev.http import async_client
 from tests.support.factories import unique_name
 from tests.support.net import free_port
 from tests.support.receiver import Received, Receiver, Reply
@@ -115,7 +115,7 @@ async def alerting(
     box = SecretBox("test-secret-key-of-enough-length-0123456789")
     channels, issues = AlertChannelRepository(db, box), IssueRepository(db)
     clock = [T0]
-    async with httpx.AsyncClient(timeout=5.0) as http:
+    async with async_client(timeout=5.0) as http:
         senders = Senders(http, smtp=SmtpSettings(smtp_url, "alerts@hookbay.test"), timeout=5.0)
         holder: list[Alerting] = []
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 
+from hookbay_dev.http import async_client
 from hookbay_dev.waiting import until
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -85,7 +86,7 @@ class ServiceProcess:
         return "\n".join(self.log().splitlines()[-lines:])
 
     async def get(self, path: str) -> httpx.Response:
-        async with httpx.AsyncClient(base_url=self.base, timeout=5) as client:
+        async with async_client(base_url=self.base, timeout=5) as client:
             return await client.get(path, follow_redirects=True)
 
     async def answers(self, path: str, status: int) -> bool:
