@@ -35,9 +35,10 @@ class RoutedStack:
     async def owner(self) -> Owner:
         return await self.dashboard.owner()
 
-    async def send(self, owner: Owner, webhook: str, body: bytes) -> str:
-        """POST ``body`` to the webhook's intake URL (again after a 503); its request id."""
-        path = f"/w/{owner.username}/{webhook}"
+    async def send(self, owner: Owner, webhook: str, body: bytes, query: str = "") -> str:
+        """POST ``body`` to the webhook's intake URL, with ``query`` if given (again after a
+        503); its request id."""
+        path = f"/w/{owner.username}/{webhook}" + (f"?{query}" if query else "")
         answers: list[httpx.Response] = []
         headers = {"content-type": "application/json"}
 
@@ -59,6 +60,40 @@ class RoutedStack:
 
         await until(seen, 30, interval=0.05, what=f"routes of {webhook} reach ingest")
 
+    async def forwarder_sees(self, owner: Owner, destination: str, state: str) -> None:
+        """Until the forwarder's routing view holds ``destination`` in ``state``."""
+
+        async def seen() -> bool:
+            found = await self.forwarder.view.destination(owner.username, destination)
+            return found is not None and found.state.value == state
+
+        await until(seen, 30, interval=0.05, what=f"the forwarder sees {destination} {state}")
+
+    async def event(
+        self, owner: Owner, webhook: str, request_id: str, status: str, deliveries: int
+    ) -> dict[str, Any]:
+        """The event, once it has ``status`` and ``deliveries`` deliveries, all finished when
+        the status is."""
+        found: dict[str, Any] = {}
+
+        async def settled() -> bool:
+            nonlocal found
+            listing = await owner.client.get(
+                f"/api/v1/webhooks/{webhook}/events", params={"request_id": request_id}
+            )
+            items = listing.json().get("items", []) if listing.status_code == 200 else []
+            if not items:
+                return False
+            detail = await owner.client.get(f"/api/v1/events/{items[0]['id']}")
+            found = detail.json()
+            return bool(found["status"] == status and len(found["deliveries"]) == deliveries)
+
+        try:
+            await until(settled, 60, interval=0.1, what=f"event {request_id} {status}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen: {found}") from None
+        return found
+
     async def quiet(self) -> None:
         """Every breaker transition so far is written, and every notification it caused sent."""
         await self.forwarder.health.idle()
@@ -70,6 +105,11 @@ async def make(owner: Owner, path: str, body: dict[str, Any]) -> dict[str, Any]:
     assert response.status_code == 201, response.text
     made: dict[str, Any] = response.json()
     return made
+
+
+def event_ids(receiver: Receiver, url: str) -> list[str]:
+    """The event ids of what ``url`` received, in the order received."""
+    return [r.header("x-hookbay-event-id") or "" for r in receiver.received(url)]
 
 
 @contextlib.asynccontextmanager

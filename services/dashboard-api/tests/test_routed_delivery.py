@@ -8,133 +8,30 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from hookbay_common.db.forwarding import keep_forward_route
 from hookbay_common.settings import Settings
 from hookbay_dashboard.settings import DashboardSettings
-from hookbay_forwarder.delivery import Forwarder
-from hookbay_forwarder.recorder import Recorder
-from hookbay_ingest.app import Ingest, create_app
-from tests.support.dashboard import Dashboard, Owner, serve_dashboard
 from tests.support.factories import create_webhook
-from tests.support.forwarder import forwarder_namespace, running
-from tests.support.ingest import ingest_settings
 from tests.support.receiver import Receiver, Reply
+from tests.support.routed import RoutedStack, event_ids, make, routed_stack
 from tests.support.waiting import until
-
-
-@dataclass
-class Stack:
-    dashboard: Dashboard
-    ingest: Ingest
-    intake: httpx.AsyncClient
-    receiver: Receiver
-    forwarder: Forwarder
-
-    async def owner(self) -> Owner:
-        return await self.dashboard.owner()
-
-    async def send(self, owner: Owner, webhook: str, body: bytes, query: str = "") -> str:
-        path = f"/w/{owner.username}/{webhook}" + (f"?{query}" if query else "")
-        answers: list[httpx.Response] = []
-
-        headers = {"content-type": "application/json"}
-
-        async def answered() -> bool:  # a 503 (Kafka slow on a new topic) is sent again
-            answers.append(await self.intake.post(path, content=body, headers=headers))
-            return answers[-1].status_code != 503
-
-        await until(answered, 60, interval=0.2, what=f"an answer to {path}")
-        assert answers[-1].status_code == 200, answers[-1].text
-        request_id: str = answers[-1].json()["requestId"]
-        return request_id
-
-    async def routed(self, owner: Owner, webhook: str) -> None:
-        """Until ingest's view holds the webhook with its routes (the change log's delivery)."""
-
-        async def seen() -> bool:
-            hook = await self.ingest.view.webhook(owner.username, webhook)
-            return hook is not None and bool(hook.routes)
-
-        await until(seen, 30, interval=0.05, what=f"routes of {webhook} reach ingest")
-
-    async def forwarder_sees(self, owner: Owner, destination: str, state: str) -> None:
-        """Until the forwarder's routing view holds ``destination`` in ``state``."""
-
-        async def seen() -> bool:
-            found = await self.forwarder.view.destination(owner.username, destination)
-            return found is not None and found.state.value == state
-
-        await until(seen, 30, interval=0.05, what=f"the forwarder sees {destination} {state}")
-
-    async def event(
-        self, owner: Owner, webhook: str, request_id: str, status: str, deliveries: int
-    ) -> dict[str, Any]:
-        """The event, once it has ``status`` and ``deliveries`` deliveries, all finished when
-        the status is."""
-        found: dict[str, Any] = {}
-
-        async def settled() -> bool:
-            nonlocal found
-            listing = await owner.client.get(
-                f"/api/v1/webhooks/{webhook}/events", params={"request_id": request_id}
-            )
-            items = listing.json().get("items", []) if listing.status_code == 200 else []
-            if not items:
-                return False
-            detail = await owner.client.get(f"/api/v1/events/{items[0]['id']}")
-            found = detail.json()
-            return bool(found["status"] == status and len(found["deliveries"]) == deliveries)
-
-        try:
-            await until(settled, 60, interval=0.1, what=f"event {request_id} {status}")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; last seen: {found}") from None
-        return found
-
-
-async def make(owner: Owner, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = await owner.client.post(f"/api/v1{path}", json=body)
-    assert response.status_code == 201, response.text
-    made: dict[str, Any] = response.json()
-    return made
 
 
 @pytest.fixture(scope="module")
 async def stack(
     settings: Settings, dashboard_settings: DashboardSettings, receiver: Receiver
-) -> AsyncIterator[Stack]:
-    fs = await forwarder_namespace(settings)
-    ds = dashboard_settings.model_copy(update={"kafka_namespace": fs.kafka_namespace})
-    app = create_app(ingest_settings(settings, kafka_namespace=fs.kafka_namespace))
-    forwarder = Forwarder(fs)
-    async with (
-        serve_dashboard(ds) as dashboard,
-        running(forwarder),
-        running(Recorder(fs)),
-        app.router.lifespan_context(app),
-    ):
-        ingest: Ingest = app.state.ingest
-        async with asyncio.timeout(30):
-            await ingest.kafka_connected.wait()
-            await ingest.view.following.wait()
-        transport = httpx.ASGITransport(app=app, client=("198.51.100.7", 40000))
-        async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as intake:
-            yield Stack(dashboard, ingest, intake, receiver, forwarder)
-
-
-def event_ids(receiver: Receiver, url: str) -> list[str]:
-    return [r.header("x-hookbay-event-id") or "" for r in receiver.received(url)]
+) -> AsyncIterator[RoutedStack]:
+    async with routed_stack(settings, dashboard_settings, receiver) as routed:
+        yield routed
 
 
 class TestRoutedDelivery:
     async def test_fan_out_byte_exact_with_a_filter_and_destination_headers(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         urls = [stack.receiver.url() for _ in range(3)]
@@ -176,7 +73,7 @@ class TestRoutedDelivery:
         assert hidden.status_code == 404
 
     async def test_query_filter_and_a_retry_on_its_destinations_schedule(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         url = stack.receiver.url(Reply(503, b"busy"))
@@ -199,7 +96,7 @@ class TestRoutedDelivery:
         assert [r.header("x-hookbay-attempt") for r in stack.receiver.received(url)] == ["1", "2"]
 
     async def test_pause_holds_every_event_and_resume_delivers_them_in_order(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         url = stack.receiver.url()
@@ -224,7 +121,7 @@ class TestRoutedDelivery:
         assert event_ids(stack.receiver, url) == [e["id"] for e in events]
 
     async def test_an_attempt_running_long_shows_delivering_then_its_end(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         gate = asyncio.Event()
@@ -250,7 +147,7 @@ class TestRoutedDelivery:
 
 class TestBreaker:
     async def test_opens_holds_then_after_the_probe_delivers_every_held_event_once_in_order(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         url = stack.receiver.url(Reply(503), Reply(503), Reply(503), then=Reply(200))
@@ -309,7 +206,7 @@ class TestBreaker:
 
 class TestRoutedReplay:
     async def test_a_replay_routes_again_and_its_deliveries_alone_give_the_status(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         broken = stack.receiver.url(then=Reply(400, b"bad"))
@@ -355,7 +252,7 @@ class TestRoutedReplay:
 
 class TestDeliveryRetry:
     async def test_one_delivery_retried_alone_moves_its_event_and_nobody_else_s(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         broken = stack.receiver.url(then=Reply(400, b"bad"))
@@ -406,7 +303,7 @@ class TestDeliveryRetry:
 
 class TestForwardUrl:
     async def test_delivered_as_its_route_paused_and_resumed_like_any_destination(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         url = stack.receiver.url()
@@ -434,7 +331,7 @@ class TestForwardUrl:
         assert [r.body for r in stack.receiver.received(url)] == [body, b'{"n": 2}']
 
     async def test_a_webhook_stored_before_forward_url_was_a_route_is_upgraded_in_place(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         """Stored as before: the forwarder's own path delivers it (no deliveries); after the
         upgrade (``hookbay-admin migrate``'s step) its route does, and the first event keeps
@@ -470,7 +367,7 @@ class TestForwardUrl:
         )
 
     async def test_a_destinations_failed_deliveries_retried_together_and_no_others(
-        self, stack: Stack
+        self, stack: RoutedStack
     ) -> None:
         owner = await stack.owner()
         broken, fixed = stack.receiver.url(then=Reply(400, b"bad")), stack.receiver.url()

@@ -2,16 +2,8 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, call } from "../../api/client";
 import type { AlertChannel, AlertChannelCreate, AlertChannelType } from "../../api/types";
-import {
-  Button,
-  Confirm,
-  Empty,
-  ErrorText,
-  Field,
-  inputClass,
-  Loading,
-  Time,
-} from "../../components/ui";
+import { type Column, DataTable } from "../../components/DataTable";
+import { Button, Confirm, ErrorText, Field, inputClass, Loading, Time } from "../../components/ui";
 import { announce } from "../../lib/announce";
 import { channelsQuery, channelTarget } from "./api";
 
@@ -41,35 +33,47 @@ export function AlertChannels() {
         <Loading what="alert channels" />
       ) : error ? (
         <ErrorText error={error} />
-      ) : data.length === 0 ? (
-        <Empty>No alert channels yet: issues are only on the Issues page.</Empty>
       ) : (
-        <table className="w-full rounded-lg border border-line bg-panel text-sm">
-          <caption className="sr-only">Your alert channels</caption>
-          <thead>
-            <tr className="text-left">
-              <th className="p-2">Type</th>
-              <th className="p-2">To</th>
-              <th className="p-2">Last sent</th>
-              <th className="p-2">Failing</th>
-              <th className="p-2">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.map((channel) => (
-              <ChannelRow key={channel.id} channel={channel} />
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption="Your alert channels"
+          columns={COLUMNS}
+          rows={data}
+          rowKey={(channel) => channel.id}
+          empty="No alert channels yet: issues are only on the Issues page."
+          rowTestId="alert-channel"
+        />
       )}
       <ChannelForm />
     </div>
   );
 }
 
-function ChannelRow({ channel }: { channel: AlertChannel }) {
+const COLUMNS: Column<AlertChannel>[] = [
+  { header: "Type", className: "font-medium", cell: (channel) => LABEL[channel.type] },
+  {
+    header: "To",
+    className: "max-w-md break-all font-mono",
+    cell: (channel) => channelTarget(channel),
+  },
+  {
+    header: "Last sent",
+    cell: (channel) => (channel.last_sent_at ? <Time iso={channel.last_sent_at} /> : "—"),
+  },
+  {
+    header: "Failing",
+    cell: (channel) =>
+      channel.failing_since ? (
+        <span className="text-bad">
+          since <Time iso={channel.failing_since} />: {channel.last_error}
+        </span>
+      ) : (
+        "no"
+      ),
+  },
+  { header: "Actions", srOnly: true, cell: (channel) => <ChannelActions channel={channel} /> },
+];
+
+function ChannelActions({ channel }: { channel: AlertChannel }) {
   const client = useQueryClient();
   const [asking, setAsking] = useState(false);
   const [tested, setTested] = useState<string | null>(null);
@@ -93,52 +97,38 @@ function ChannelRow({ channel }: { channel: AlertChannel }) {
     },
   });
   return (
-    <tr className="border-t border-line align-top" data-testid="alert-channel">
-      <td className="p-2 font-medium">{LABEL[channel.type]}</td>
-      <td className="max-w-md break-all p-2 font-mono">{target}</td>
-      <td className="p-2">{channel.last_sent_at ? <Time iso={channel.last_sent_at} /> : "—"}</td>
-      <td className="p-2">
-        {channel.failing_since ? (
-          <span className="text-bad">
-            since <Time iso={channel.failing_since} />: {channel.last_error}
-          </span>
-        ) : (
-          "no"
-        )}
-      </td>
-      <td className="p-2">
-        <div className="flex flex-wrap gap-1">
-          <Button
-            disabled={test.isPending}
-            aria-label={`Send a test notification to ${target}`}
-            onClick={() => test.mutate()}
-          >
-            {test.isPending ? "Sending…" : "Send test"}
-          </Button>
-          <Button
-            variant="danger"
-            aria-label={`Delete the channel to ${target}`}
-            onClick={() => setAsking(true)}
-          >
-            Delete
-          </Button>
-        </div>
-        {tested && <p className="text-muted">{tested}</p>}
-        <ErrorText error={test.error} />
-        <Confirm
-          open={asking}
-          title={`Delete the channel to ${target}?`}
-          confirmLabel="Delete channel"
-          danger
-          busy={remove.isPending}
-          onConfirm={() => remove.mutate()}
-          onClose={() => setAsking(false)}
+    <>
+      <div className="flex flex-wrap gap-1">
+        <Button
+          disabled={test.isPending}
+          aria-label={`Send a test notification to ${target}`}
+          onClick={() => test.mutate()}
         >
-          <p>Issues are no longer sent there.</p>
-          <ErrorText error={remove.error} />
-        </Confirm>
-      </td>
-    </tr>
+          {test.isPending ? "Sending…" : "Send test"}
+        </Button>
+        <Button
+          variant="danger"
+          aria-label={`Delete the channel to ${target}`}
+          onClick={() => setAsking(true)}
+        >
+          Delete
+        </Button>
+      </div>
+      {tested && <p className="text-muted">{tested}</p>}
+      <ErrorText error={test.error} />
+      <Confirm
+        open={asking}
+        title={`Delete the channel to ${target}?`}
+        confirmLabel="Delete channel"
+        danger
+        busy={remove.isPending}
+        onConfirm={() => remove.mutate()}
+        onClose={() => setAsking(false)}
+      >
+        <p>Issues are no longer sent there.</p>
+        <ErrorText error={remove.error} />
+      </Confirm>
+    </>
   );
 }
 

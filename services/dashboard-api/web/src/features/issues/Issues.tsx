@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { getRouteApi, Link } from "@tanstack/react-router";
 import type { Issue, IssueStatus } from "../../api/types";
-import { Button, Empty, ErrorText, Loading, Time } from "../../components/ui";
+import { type Column, DataTable } from "../../components/DataTable";
+import { Button, ErrorText, Loading, Time } from "../../components/ui";
 import { announce } from "../../lib/announce";
 import { actOnIssue, type IssueAction, issuesQuery } from "./api";
 
@@ -72,36 +73,65 @@ export function Issues() {
         <Loading what="issues" />
       ) : error ? (
         <ErrorText error={error} />
-      ) : data.length === 0 ? (
-        <Empty>No {status} issues.</Empty>
       ) : (
-        <table className="w-full rounded-lg border border-line bg-panel text-sm">
-          <caption className="sr-only">Your {status} issues</caption>
-          <thead>
-            <tr className="text-left">
-              <th className="p-2">Issue</th>
-              <th className="p-2">About</th>
-              <th className="p-2">Count</th>
-              <th className="p-2">First seen</th>
-              <th className="p-2">Last seen</th>
-              <th className="p-2">Sample</th>
-              <th className="p-2">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.map((issue) => (
-              <IssueRow key={issue.id} issue={issue} />
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption={`Your ${status} issues`}
+          columns={COLUMNS}
+          rows={data}
+          rowKey={(issue) => issue.id}
+          empty={`No ${status} issues.`}
+          rowTestId="issue"
+        />
       )}
     </div>
   );
 }
 
-function IssueRow({ issue }: { issue: Issue }) {
+/** What the issue is about: its destination or its transformation. */
+function aboutOf(issue: Issue): string | null | undefined {
+  return issue.destination ?? issue.transformation;
+}
+
+const COLUMNS: Column<Issue>[] = [
+  {
+    header: "Issue",
+    cell: (issue) => (
+      <>
+        <div className="font-medium">{TYPE[issue.type] ?? issue.type}</div>
+        {issue.reason && <div className="text-muted">{REASON[issue.reason] ?? issue.reason}</div>}
+      </>
+    ),
+  },
+  {
+    header: "About",
+    className: "font-mono",
+    cell: (issue) =>
+      issue.destination ? (
+        <Link to="/destinations/$dest" params={{ dest: issue.destination }}>
+          {issue.destination}
+        </Link>
+      ) : (
+        (aboutOf(issue) ?? "—")
+      ),
+  },
+  { header: "Count", cell: (issue) => issue.count },
+  { header: "First seen", cell: (issue) => <Time iso={issue.first_seen_at} /> },
+  { header: "Last seen", cell: (issue) => <Time iso={issue.last_seen_at} /> },
+  {
+    header: "Sample",
+    cell: (issue) =>
+      issue.sample_event_id ? (
+        <Link to="/events/$eventId" params={{ eventId: issue.sample_event_id }}>
+          event
+        </Link>
+      ) : (
+        "—"
+      ),
+  },
+  { header: "Actions", srOnly: true, cell: (issue) => <IssueActions issue={issue} /> },
+];
+
+function IssueActions({ issue }: { issue: Issue }) {
   const client = useQueryClient();
   const act = useMutation({
     mutationFn: (action: IssueAction) => actOnIssue(issue.id, action),
@@ -110,53 +140,22 @@ function IssueRow({ issue }: { issue: Issue }) {
       return client.invalidateQueries({ queryKey: ["issues"] });
     },
   });
-  const about = issue.destination ?? issue.transformation;
+  const about = aboutOf(issue);
   return (
-    <tr className="border-t border-line align-top" data-testid="issue">
-      <td className="p-2">
-        <div className="font-medium">{TYPE[issue.type] ?? issue.type}</div>
-        {issue.reason && <div className="text-muted">{REASON[issue.reason] ?? issue.reason}</div>}
-      </td>
-      <td className="p-2 font-mono">
-        {issue.destination ? (
-          <Link to="/destinations/$dest" params={{ dest: issue.destination }}>
-            {issue.destination}
-          </Link>
-        ) : (
-          (about ?? "—")
-        )}
-      </td>
-      <td className="p-2">{issue.count}</td>
-      <td className="p-2">
-        <Time iso={issue.first_seen_at} />
-      </td>
-      <td className="p-2">
-        <Time iso={issue.last_seen_at} />
-      </td>
-      <td className="p-2">
-        {issue.sample_event_id ? (
-          <Link to="/events/$eventId" params={{ eventId: issue.sample_event_id }}>
-            event
-          </Link>
-        ) : (
-          "—"
-        )}
-      </td>
-      <td className="p-2">
-        <div className="flex flex-wrap gap-1">
-          {ACTIONS[issue.status].map((action) => (
-            <Button
-              key={action}
-              disabled={act.isPending}
-              aria-label={`${LABEL[action]} the issue about ${about ?? "it"}`}
-              onClick={() => act.mutate(action)}
-            >
-              {LABEL[action]}
-            </Button>
-          ))}
-        </div>
-        <ErrorText error={act.error} />
-      </td>
-    </tr>
+    <>
+      <div className="flex flex-wrap gap-1">
+        {ACTIONS[issue.status].map((action) => (
+          <Button
+            key={action}
+            disabled={act.isPending}
+            aria-label={`${LABEL[action]} the issue about ${about ?? "it"}`}
+            onClick={() => act.mutate(action)}
+          >
+            {LABEL[action]}
+          </Button>
+        ))}
+      </div>
+      <ErrorText error={act.error} />
+    </>
   );
 }

@@ -2,10 +2,44 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { Link } from "@tanstack/react-router";
 import { useId } from "react";
 import { ApiError } from "../../api/client";
-import { Empty, ErrorText, inputClass, Loading, Time } from "../../components/ui";
+import type { DryRunEvent } from "../../api/types";
+import { type Column, DataTable } from "../../components/DataTable";
+import { ErrorText, inputClass, Loading, Time } from "../../components/ui";
 import { dryRunQuery } from "./api";
 
 export const LAST_CHOICES = [10, 20, 50, 100] as const;
+
+const COLUMNS: Column<DryRunEvent>[] = [
+  {
+    header: "Result",
+    className: "whitespace-nowrap",
+    cell: (e) =>
+      e.matched ? (
+        <span className="font-medium text-ok">
+          <span aria-hidden="true">✓ </span>Matched
+        </span>
+      ) : (
+        <span className="font-medium text-bad">
+          <span aria-hidden="true">✗ </span>Not matched
+        </span>
+      ),
+  },
+  { header: "Received", className: "whitespace-nowrap", cell: (e) => <Time iso={e.created_at} /> },
+  {
+    header: "Event",
+    className: "font-mono",
+    cell: (e) => (
+      <Link to="/events/$eventId" params={{ eventId: e.event_id }}>
+        {e.request_id}
+      </Link>
+    ),
+  },
+  {
+    header: "Why",
+    className: "break-words font-mono text-xs",
+    cell: (e) => (e.matched ? "—" : e.reason),
+  },
+];
 
 /** The route as it stands in the editor (saved or not) against the webhook's newest events:
  * matched or not, and why, per event. Nothing is delivered. */
@@ -69,48 +103,15 @@ export function DryRunPanel({
         <Loading what="the dry run" />
       ) : run.error ? (
         <ErrorText error={run.error} />
-      ) : run.data.events.length === 0 ? (
-        <Empty>This webhook has no stored events yet: send one, then try again.</Empty>
       ) : (
-        <table className="w-full text-sm">
-          <caption className="sr-only">Dry run, newest event first</caption>
-          <thead>
-            <tr className="text-left">
-              <th className="p-1.5">Result</th>
-              <th className="p-1.5">Received</th>
-              <th className="p-1.5">Event</th>
-              <th className="p-1.5">Why</th>
-            </tr>
-          </thead>
-          <tbody>
-            {run.data.events.map((e) => (
-              <tr key={e.event_id} className="border-t border-line align-top">
-                <td className="whitespace-nowrap p-1.5">
-                  {e.matched ? (
-                    <span className="font-medium text-ok">
-                      <span aria-hidden="true">✓ </span>Matched
-                    </span>
-                  ) : (
-                    <span className="font-medium text-bad">
-                      <span aria-hidden="true">✗ </span>Not matched
-                    </span>
-                  )}
-                </td>
-                <td className="whitespace-nowrap p-1.5">
-                  <Time iso={e.created_at} />
-                </td>
-                <td className="p-1.5 font-mono">
-                  <Link to="/events/$eventId" params={{ eventId: e.event_id }}>
-                    {e.request_id}
-                  </Link>
-                </td>
-                <td className="break-words p-1.5 font-mono text-xs">
-                  {e.matched ? "—" : e.reason}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption="Dry run, newest event first"
+          columns={COLUMNS}
+          rows={run.data.events}
+          rowKey={(e) => e.event_id}
+          empty="This webhook has no stored events yet: send one, then try again."
+          look="inset"
+        />
       )}
     </section>
   );
