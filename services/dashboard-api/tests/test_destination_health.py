@@ -21,7 +21,7 @@ from hookbay_common.settings import Settings
 from hookbay_dashboard.settings import DashboardSettings
 from tests.support.dashboard import Owner
 from tests.support.receiver import Receiver, Reply
-from tests.support.routed import RoutedStack, make, routed_stack
+from tests.support.routed import RoutedStack, event_ids, make, routed_stack
 from tests.support.waiting import until
 
 STAYS_OPEN = {"consecutive": 2, "cooldown_s": 3600, "max_cooldown_s": 3600}
@@ -104,10 +104,6 @@ async def state_when(owner: Owner, destination: str, state: str) -> dict[str, An
 async def told_when(receiver: Receiver, url: str, secret: str, count: int) -> list[str]:
     await receiver.wait_for(url, count)
     return [n["type"] for n in told(receiver, url, secret)]
-
-
-def event_ids(receiver: Receiver, url: str) -> list[str]:
-    return [r.header("x-hookbay-event-id") or "" for r in receiver.received(url)]
 
 
 class TestHealthFigures:
