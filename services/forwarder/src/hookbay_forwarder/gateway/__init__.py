@@ -1,7 +1,7 @@
 """The deliverer side of routed delivery: per-destination lanes.
 
 ``Lanes`` (``lanes``) takes the delivery tasks one consumer reads and runs each destination's in
-its own ``Lane``: its concurrency, rate (``bucket``) and state (``config``), holding what it
+its own ``Lane`` (``lane``): its concurrency, rate (``bucket``) and state (``config``), holding what it
 cannot take in the hold store (``hookbay_common.db.HoldRepository``) and draining it in order.
 Time comes from an injected ``Clock`` (``clock``). ``breaker``: a destination's circuit breaker,
 which every start of a lane asks first; its transitions hold or drain the lane and tell the
@@ -28,16 +28,8 @@ from hookbay_forwarder.gateway.config import (
     DestinationState,
     LaneConfig,
 )
-from hookbay_forwarder.gateway.lanes import (
-    ConfigOf,
-    Deliver,
-    Delivered,
-    HoldStore,
-    Lane,
-    LaneMode,
-    Lanes,
-    LaneSnapshot,
-)
+from hookbay_forwarder.gateway.lane import Lane, LaneMode, LaneSnapshot
+from hookbay_forwarder.gateway.lanes import ConfigOf, Deliver, Delivered, HoldStore, Lanes
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
