@@ -29,6 +29,7 @@ from hookbay_common.db import (
     DestinationRepository,
     HoldRepository,
     IssueRepository,
+    TransformationRepository,
     WebhookRepository,
 )
 from hookbay_common.db import client as db_client
@@ -48,6 +49,7 @@ from hookbay_forwarder.gateway.deliver import DestinationDelivery
 from hookbay_forwarder.gateway.feed import LaneFeed
 from hookbay_forwarder.gateway.health import DestinationHealth
 from hookbay_forwarder.gateway.lanes import Lanes
+from hookbay_forwarder.gateway.transform import LazyPool, TransformStep
 from hookbay_forwarder.metrics import (
     BreakerMetrics,
     ForwarderMetrics,
@@ -117,11 +119,17 @@ class Forwarder:
             RoutingViewMetrics(self.metrics.registry),
             on_destination=self._destination_changed,
             on_destination_deleted=self._destination_deleted,
+            transformations=TransformationRepository(db, box),
+            on_transformation=lambda t: self.transform.changed(t),
         )  # fmt: skip
         self.handlers.router = Router(self.view, self.handlers.write, self.topics)
         self.alert_http = httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self.notifier = create_notifier(
             AlertChannelRepository(db, box), settings, self.alert_http, self.metrics.registry
+        )
+        self.sandbox = LazyPool()  # no worker until a route runs a transformation
+        self.transform = TransformStep(
+            self.view, self.sandbox, issues=IssueTracker(IssueRepository(db), self.notifier)
         )
         self.health = DestinationHealth(
             self.view,
@@ -134,6 +142,7 @@ class Forwarder:
             DestinationDelivery(
                 self.view, self.deliverer, self.handlers.write, self.topics,
                 schedule=settings.retry_schedule, jitter=settings.retry_jitter,
+                transform=self.transform,
             ),
             lambda destination_id: lane_config(self.view.destination_by_id(destination_id)),
             HoldRepository(db),
@@ -253,6 +262,8 @@ class Forwarder:
                 self.events.drain(grace), self.tasks.drain(grace), self.deliveries.drain(grace)
             )
         await self.health.close(grace)  # the last transitions' states, before the producer goes
+        await self.transform.close()
+        await self.sandbox.close()  # after the lanes: no call waits for a worker any more
         for consumer in (self.events.consumer, self.tasks.consumer, self.deliveries.consumer):
             await closed(consumer.stop(), "consumer")
         await self.view.stop()
