@@ -92,7 +92,7 @@ class LaneMetrics:
             name("lanes_deliveries"), "Attempts started by the delivery lanes, by outcome.",
             ["outcome"], registry=r,
         )  # fmt: skip
-        """outcome: what the deliver function returned (success, retry, failed)."""
+        """outcome: what the deliver function returned (success, retry, failed, transform_failed)."""
         self.held = Gauge(
             name("lanes_held_deliveries"),
             "Delivery tasks in the hold store of the destinations this process owns.", registry=r,

@@ -7,13 +7,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 import pytest
 from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
-from hookbay_common.models import DeliveryTask, Transformation, TransformTrace
+from hookbay_common.models import (
+    DeliveryStatus,
+    DeliveryTask,
+    Destination,
+    Transformation,
+    TransformTrace,
+)
+from hookbay_common.topics import Topics
+from hookbay_common.wire import decode_attempt, decode_delivery, is_delivery_record
+from hookbay_forwarder.delivery.deliverer import Outcome
+from hookbay_forwarder.gateway.deliver import DestinationDelivery
 from hookbay_forwarder.gateway.transform import (
     SUSPENDED,
     LazyPool,
@@ -22,10 +32,12 @@ from hookbay_forwarder.gateway.transform import (
     TransformStep,
     request_of_event,
 )
+from hookbay_forwarder.writes import Message
 from hookbay_sandbox import TransformError, TransformPool, TransformRequest, TransformResult
-from tests.support.factories import create_destination_task, create_event
+from tests.support.factories import create_destination, create_destination_task, create_event
 from tests.support.transform import LIMITS
 
+TOPICS = Topics("unit")
 RESHAPE = """
 addHandler('transform', (request, context) => {
   console.log('seen', request.body.id);
@@ -243,3 +255,89 @@ class TestSuspension:
         view.transformations["t"] = create_transformation("t", version=3)
         assert isinstance(await step.prepare(create_destination_task(route="r")), Transformed)
         assert step.suspended("alice", "t") is None
+
+
+class Deliverer:
+    """A deliverer answering 200 and keeping the requests it was asked to send."""
+
+    def __init__(self) -> None:
+        self.sent: list[DeliveryTask] = []
+
+    async def attempt(
+        self, task: DeliveryTask, *, within: float | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Outcome:  # fmt: skip
+        self.sent.append(task)
+        return Outcome(utcnow(), status_code=200)
+
+
+class Written(list[Message]):
+    async def __call__(self, messages: Sequence[Message]) -> None:
+        self.extend(messages)
+
+
+class Destinations:
+    def __init__(self, destination: Destination) -> None:
+        self.destination = destination
+
+    def destination_by_id(self, destination_id: str) -> Destination | None:
+        return self.destination if destination_id == self.destination.id else None
+
+
+def deliver_with(
+    runner: object, deliverer: Deliverer
+) -> tuple[DestinationDelivery, Written, Destination]:
+    destination = create_destination(url="https://erp.example/in")
+    step = TransformStep(View({"r": "t"}, create_transformation("t")), runner)  # type: ignore[arg-type]
+    written = Written()
+    deliver = DestinationDelivery(
+        Destinations(destination), deliverer, written, TOPICS,  # type: ignore[arg-type]
+        schedule=(0.0, 10.0), jitter=0.0, transform=step,
+    )  # fmt: skip
+    return deliver, written, destination
+
+
+class TestDeliveryWithATransformation:
+    async def test_the_transformed_request_is_sent_and_the_attempt_carries_the_trace(self) -> None:
+        deliverer = Deliverer()
+        deliver, written, destination = deliver_with(Scripted(success()), deliverer)
+        task = create_destination_task(route="r", destination=destination.id)
+        assert (await deliver(task)).outcome == "success"
+        (sent,) = deliverer.sent
+        assert (sent.event.body, sent.event.request_headers["a"]) == (b'{"ok":1}', "1")
+        assert sent.url == "https://erp.example/in"
+        (record,) = written
+        attempt = decode_attempt(record.value)
+        assert attempt.transform is not None
+        assert attempt.transform.body_sha256 == hashlib.sha256(b'{"ok":1}').hexdigest()
+        assert (attempt.as_delivery() or attempt).transform == attempt.transform
+
+    async def test_a_failure_is_recorded_and_nothing_is_sent(self) -> None:
+        deliverer = Deliverer()
+        deliver, written, destination = deliver_with(Scripted(failure()), deliverer)
+        task = create_destination_task(route="r", destination=destination.id)
+        delivered = await deliver(task)
+        assert (delivered.outcome, delivered.attempted, delivered.status) == (
+            "transform_failed", False, None,
+        )  # fmt: skip
+        assert deliverer.sent == []
+        (record,) = written
+        assert is_delivery_record(record.value)
+        failed = decode_delivery(record.value)
+        assert failed.status is DeliveryStatus.TRANSFORM_FAILED
+        assert failed.reason == "runtime: Error: no (line 1, column 9)"
+        assert failed.transform is not None
+        assert failed.transform.logs == ("tried",)
+        assert (failed.id, failed.chain, failed.destination) == (
+            task.delivery_id, task.chain_id, destination.name,
+        )  # fmt: skip
+        assert record.topic == TOPICS.attempts
+
+    async def test_a_route_without_one_is_sent_as_it_is(self) -> None:
+        deliverer = Deliverer()
+        runner = Scripted(success())
+        deliver, _, destination = deliver_with(runner, deliverer)
+        task = create_destination_task(route="other", destination=destination.id)
+        await deliver(task)
+        assert deliverer.sent[0].event == task.event
+        assert runner.calls == 0
