@@ -259,8 +259,10 @@ def route_list(webhook: str, as_json: bool) -> None:
 
     found = _run(lambda c: _get(c, _routes(webhook)))
     rows = [[str(r["position"]), r["name"], r["destination"], "yes" if r["enabled"] else "no",
-             json.dumps(r["filter"]) if r["filter"] is not None else "-"] for r in found]  # fmt: skip
-    _emit(found, as_json, lambda _: _table(rows, ["#", "NAME", "DESTINATION", "ENABLED", "FILTER"]))
+             json.dumps(r["filter"]) if r["filter"] is not None else "-",
+             r.get("transform") or "-"] for r in found]  # fmt: skip
+    head = ["#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM"]
+    _emit(found, as_json, lambda _: _table(rows, head))
 
 
 @route.command("show")

@@ -190,6 +190,34 @@ class TestPrepare:
         assert prepared.body == "plain é".encode()
         assert prepared.headers["content-type"] == "application/json"  # the event's own
 
+    async def test_header_names_are_sent_lower_case(self, pool: LazyPool) -> None:
+        code = "addHandler('transform', (r) => { r.headers['X-Api-Key'] = 'k'; return r; });"
+        step = TransformStep(View({"r": "hdr"}, create_transformation("hdr", code)), pool)
+        prepared = await step.prepare(create_destination_task(route="r"))
+        assert isinstance(prepared, Transformed)
+        assert prepared.headers["x-api-key"] == "k"
+        assert "X-Api-Key" not in prepared.headers
+
+    async def test_a_pool_that_cannot_start_is_started_again(self) -> None:
+        made: list[TransformPool] = []
+
+        class Refusing(TransformPool):
+            async def start(self) -> None:
+                if not made or made[0] is self:
+                    made.append(self)
+                    raise OSError("no worker")
+                made.append(self)
+                await super().start()
+
+        lazy = LazyPool(lambda: Refusing(size=1, limits=LIMITS))
+        try:
+            step = TransformStep(View({"r": "shape"}, create_transformation()), lazy)
+            prepared = await step.prepare(create_destination_task(route="r"))
+            assert isinstance(prepared, Transformed)
+            assert len(made) == 2
+        finally:
+            await lazy.close()
+
     async def test_a_thrown_error_fails_with_its_place_and_logs(self, pool: LazyPool) -> None:
         code = "addHandler('transform', (r) => {\n  console.log('before');\n  throw new Error('no');\n});"
         step = TransformStep(View({"r": "bad"}, create_transformation("bad", code)), pool)

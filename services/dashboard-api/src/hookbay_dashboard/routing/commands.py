@@ -175,10 +175,10 @@ def route_list(state: CliState, username: str, webhook: str) -> None:
     def human(console: Console) -> None:
         rows = [
             (v["position"], v["name"], v["destination"], "yes" if v["enabled"] else "no",
-             json.dumps(v["filter"]) if v["filter"] is not None else None)
+             json.dumps(v["filter"]) if v["filter"] is not None else None, v["transform"])
             for v in views
         ]  # fmt: skip
-        table(console, ("#", "NAME", "DESTINATION", "ENABLED", "FILTER"), rows)
+        table(console, ("#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM"), rows)
 
     state.emit(views, human=human)
 

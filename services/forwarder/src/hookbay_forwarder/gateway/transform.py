@@ -91,7 +91,9 @@ class Runner(Protocol):
 
 
 class LazyPool:
-    """A ``TransformPool`` (from ``factory``) started by the first call, closed by ``close``."""
+    """A ``TransformPool`` (from ``factory``) started by the first call, closed by ``close``.
+    A pool that cannot start (its workers fail to come up) is tried again after a back-off,
+    for as long as it takes: the calls wait, as deliveries wait for a store that is away."""
 
     def __init__(self, factory: Callable[[], TransformPool] = TransformPool) -> None:
         self._factory = factory
@@ -107,9 +109,17 @@ class LazyPool:
     ) -> TransformResult:
         if self._pool is None:
             async with self._starting:
-                if self._pool is None:
+                delay = LOOKUP_BACKOFF_MIN
+                while self._pool is None:
                     pool = self._factory()
-                    await pool.start()
+                    try:
+                        await pool.start()
+                    except Exception as exc:  # a worker that did not come up, however
+                        await pool.close()
+                        log.warning("sandbox_start_failed", error=type(exc).__name__)
+                        await asyncio.sleep(delay)
+                        delay = min(LOOKUP_BACKOFF_MAX, delay * 2)
+                        continue
                     self._pool = pool
         return await self._pool.run(owner, code, request, env)
 
@@ -324,9 +334,10 @@ def _transformed(
     body_json = returned.body_json
     text = body_json.startswith('"')
     body = (json.loads(body_json) if text else body_json).encode()
-    # header values are sent as UTF-8 bytes (the deliverer writes them as latin-1 text)
-    headers = {n: v.encode().decode("latin-1") for n, v in returned.headers.items()}
-    if not text and not any(n.lower() == "content-type" for n in headers):
+    # names lower case, as the event's (the destination's headers replace them by name);
+    # values sent as UTF-8 bytes (the deliverer writes them as latin-1 text)
+    headers = {n.lower(): v.encode().decode("latin-1") for n, v in returned.headers.items()}
+    if not text and "content-type" not in headers:
         headers["content-type"] = "application/json"
     trace = TransformTrace(
         name=transformation.name, version=transformation.version,
