@@ -157,3 +157,25 @@ class RoutingViewMetrics:
             "View entries the periodic reconciliation found wrong and repaired (lost "
             "publications).", registry=r,
         )  # fmt: skip
+
+
+class TransformMetrics:
+    """Routes' transformations run by the lanes (``gateway.transform``), added to a process's
+    registry; no transformation, owner or destination label (unbounded)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.calls = Counter(
+            name("forwarder_transformations"),
+            "Transformations of routed deliveries by outcome: ok, failed (the delivery is "
+            "transform_failed), suspended (not run).", ["outcome"], registry=r,
+        )  # fmt: skip
+        self.duration = Histogram(
+            name("forwarder_transformation_duration_seconds"),
+            "Wall time of one transformation call, the wait for a sandbox worker included.",
+            buckets=_ATTEMPT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.suspended = Gauge(
+            name("forwarder_transformations_suspended"),
+            "Transformations this process holds suspended.", registry=r,
+        )  # fmt: skip

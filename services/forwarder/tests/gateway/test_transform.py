@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 import pytest
+from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
@@ -32,6 +33,7 @@ from hookbay_forwarder.gateway.transform import (
     TransformStep,
     request_of_event,
 )
+from hookbay_forwarder.metrics import TransformMetrics
 from hookbay_forwarder.writes import Message
 from hookbay_sandbox import TransformError, TransformPool, TransformRequest, TransformResult
 from tests.support.factories import create_destination, create_destination_task, create_event
@@ -237,7 +239,11 @@ class TestPrepare:
 class TestSuspension:
     async def test_five_failures_in_a_row_suspend_it_without_running_it_again(self) -> None:
         runner = Scripted(failure())
-        step = TransformStep(View({"r": "t"}, create_transformation("t")), runner)
+        registry = CollectorRegistry()
+        step = TransformStep(
+            View({"r": "t"}, create_transformation("t")), runner,
+            metrics=TransformMetrics(registry),
+        )  # fmt: skip
         reasons = [await step.prepare(create_destination_task(route="r")) for _ in range(7)]
         assert all(isinstance(r, TransformFailed) for r in reasons)
         assert [r.reason for r in reasons if isinstance(r, TransformFailed)][4:] == [
@@ -245,6 +251,10 @@ class TestSuspension:
         ]  # fmt: skip
         assert runner.calls == 5
         assert step.suspended("alice", "t") == 1
+        metric = "hookbay_forwarder_transformations_total"
+        assert registry.get_sample_value(metric, {"outcome": "failed"}) == 5
+        assert registry.get_sample_value(metric, {"outcome": "suspended"}) == 2
+        assert registry.get_sample_value("hookbay_forwarder_transformations_suspended") == 1
 
     async def test_a_success_starts_the_count_again(self) -> None:
         runner = Scripted(*[failure()] * 4, success(), *[failure()] * 4, success())

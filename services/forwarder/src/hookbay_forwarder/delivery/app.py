@@ -55,6 +55,7 @@ from hookbay_forwarder.metrics import (
     ForwarderMetrics,
     LaneMetrics,
     RoutingViewMetrics,
+    TransformMetrics,
 )
 from hookbay_forwarder.process import (
     EXIT_DEAD_LETTER_LIMIT,
@@ -129,8 +130,9 @@ class Forwarder:
         )
         self.sandbox = LazyPool()  # no worker until a route runs a transformation
         self.transform = TransformStep(
-            self.view, self.sandbox, issues=IssueTracker(IssueRepository(db), self.notifier)
-        )
+            self.view, self.sandbox, issues=IssueTracker(IssueRepository(db), self.notifier),
+            metrics=TransformMetrics(self.metrics.registry),
+        )  # fmt: skip
         self.health = DestinationHealth(
             self.view,
             DestinationStates(

@@ -58,6 +58,7 @@ from hookbay_common.routing.tasks import DestinationTask
 from hookbay_common.topics import Topics
 from hookbay_common.wire import encode_delivery
 from hookbay_forwarder.delivery.consumer import TryAgainLater
+from hookbay_forwarder.metrics import TransformMetrics
 from hookbay_forwarder.writes import Message
 from hookbay_sandbox import TransformError, TransformPool, TransformRequest, TransformResult
 
@@ -186,10 +187,12 @@ class TransformStep:
         *,
         issues: IssueTracker | None = None,
         suspend_after: int = SUSPEND_AFTER,
+        metrics: TransformMetrics | None = None,
     ) -> None:
         self._view = view
         self._runner = runner
         self._issues = issues
+        self._metrics = metrics
         self._suspend_after = suspend_after
         self._failures: dict[tuple[str, str], tuple[int, int]] = {}
         """(owner, name) -> (version, failures in a row at that version)."""
@@ -225,6 +228,7 @@ class TransformStep:
         key = (event.username, name)
         if key in self._suspended:
             if self._suspended[key] == transformation.version:
+                self._count("suspended")
                 return TransformFailed(
                     SUSPENDED, TransformTrace(name=name, version=transformation.version)
                 )
@@ -232,8 +236,12 @@ class TransformStep:
         request = await _request_off_loop(event)
         env = {k: v.get_secret_value() for k, v in transformation.env.items()}
         result = await self._runner.run(event.username, transformation.code, request, env)
+        if self._metrics is not None:
+            self._metrics.duration.observe(result.duration_ms / 1000)
         if not result.ok or result.request is None:
+            self._count("failed")
             return self._failed(task, transformation, result)
+        self._count("ok")
         self._failures.pop(key, None)
         return _transformed(request, result.request, transformation, result.logs)
 
@@ -248,6 +256,11 @@ class TransformStep:
     async def close(self) -> None:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+
+    def _count(self, outcome: str) -> None:
+        if self._metrics is not None:
+            self._metrics.calls.labels(outcome).inc()
+            self._metrics.suspended.set(len(self._suspended))
 
     def _failed(
         self, task: DestinationTask, transformation: Transformation, result: TransformResult
