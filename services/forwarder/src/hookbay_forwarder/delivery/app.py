@@ -69,6 +69,7 @@ from hookbay_forwarder.process import (
 from hookbay_forwarder.routing.router import Router
 from hookbay_forwarder.routing.view import RoutingView
 from hookbay_forwarder.settings import ForwarderSettings
+from hookbay_sandbox import TransformPool
 
 log = get_logger("hookbay.forwarder")
 
@@ -128,7 +129,9 @@ class Forwarder:
         self.notifier = create_notifier(
             AlertChannelRepository(db, box), settings, self.alert_http, self.metrics.registry
         )
-        self.sandbox = LazyPool()  # no worker until a route runs a transformation
+        self.sandbox = LazyPool(  # no worker until a route runs a transformation
+            lambda: TransformPool(size=settings.transform_workers)
+        )
         self.transform = TransformStep(
             self.view, self.sandbox, issues=IssueTracker(IssueRepository(db), self.notifier),
             metrics=TransformMetrics(self.metrics.registry),
