@@ -9,7 +9,9 @@ a transformation) is answered from here:
    (``Topics.config``, ``hookbay_common.configlog``, read with ``hookbay_common.changelog``), which
    every writer publishes to after its MongoDB write. A webhook without routes is not held (the
    router only asks about routed webhooks); users are skipped. Destinations are indexed by
-   (owner, name) and by id.
+   (owner, name) and by id, transformations by (owner, name); the webhooks with a route that
+   runs a transformation are kept as a set, so that ``route_transform()`` costs one set lookup
+   for every other delivery.
 2. **Read-through on a miss.** The router only asks for what its events name, so a miss means
    the view is behind: it waits for the change log's end (``ChangeLog.sync``), looks again, and
    then reads MongoDB (one query per key at a time; concurrent misses for one key share it). A
