@@ -69,6 +69,9 @@ class View:
         self.transformations = {t.name: t for t in transformations}
         self.route_lookups = 0
 
+    def may_transform(self, username: str, webhook: str) -> bool:
+        return bool(self.routes)
+
     async def route_transform(self, username: str, webhook: str, route: str) -> str | None:
         self.route_lookups += 1
         return self.routes.get(route)

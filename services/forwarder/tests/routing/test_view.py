@@ -465,7 +465,9 @@ class TestTransformations:
             await publisher.webhook_changed(shaped)
             await applied(routing, publisher)
             assert await view.route_transform(user, plain.name, plain.routes[0].name) is None
-            assert (user, plain.name) not in view._transforming
+            assert not view.may_transform(user, plain.name)
+            assert view.may_transform(user, shaped.name)
+            assert view.may_transform(user, "not-held")  # the look-up reads it through
             assert await view.route_transform(user, shaped.name, route.name) == "shape"
             assert await view.route_transform(user, shaped.name, "no-such-route") is None
 
@@ -475,5 +477,5 @@ class TestTransformations:
             assert cleared is not None
             await publisher.webhook_changed(cleared)
             await applied(routing, publisher)
-            assert (user, shaped.name) not in view._transforming
+            assert not view.may_transform(user, shaped.name)
             assert await view.route_transform(user, shaped.name, route.name) is None

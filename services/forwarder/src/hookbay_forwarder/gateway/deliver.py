@@ -112,7 +112,9 @@ class DestinationDelivery:
             event=task.event, chain_id=task.chain_id, trigger=task.trigger,
             number=task.attempt, url=destination.url, not_before=task.not_before,
         )  # fmt: skip
-        prepared = await self._transform.prepare(task) if self._transform is not None else None
+        prepared = None
+        if self._transform is not None and self._transform.applies(task):
+            prepared = await self._transform.prepare(task)
         if isinstance(prepared, TransformFailed):
             await self._write([prepared.record(task, destination.name, self._topics)])
             return Delivered("transform_failed", status=None, attempted=False)

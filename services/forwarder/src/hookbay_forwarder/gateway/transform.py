@@ -11,8 +11,9 @@ owner whose code spins to its CPU limit waits behind its own calls only.
 
 ``TransformStep.prepare(task)`` answers, for the task's route:
 
-- ``None``: the route runs no transformation (one set lookup in the routing view for a
-  webhook none of whose routes transforms): the task is sent as it is;
+- ``None``: the route runs no transformation: the task is sent as it is (``applies`` tells
+  the caller so first, with one set lookup in the routing view and no await, for a webhook
+  none of whose routes runs one);
 - ``Transformed``: the request to send instead (``Transformed.apply``) and its ``trace`` (the
   transformation's name and version, the SHA-256 of the body sent, the console output);
 - ``TransformFailed``: the delivery ends ``transform_failed`` with its ``reason`` and trace.
@@ -77,6 +78,8 @@ _NOT_THE_CODES: Final = frozenset({"crashed", "too_large"})
 
 class TransformLookup(Protocol):
     """What the step reads of the configuration (``RoutingView``)."""
+
+    def may_transform(self, username: str, webhook: str) -> bool: ...
 
     async def route_transform(self, username: str, webhook: str, route: str) -> str | None: ...
 
@@ -199,6 +202,11 @@ class TransformStep:
         self._suspended: dict[tuple[str, str], int] = {}
         """(owner, name) -> the version suspended."""
         self._background: set[asyncio.Task[None]] = set()
+
+    def applies(self, task: DestinationTask) -> bool:
+        """Whether ``task``'s route may run a transformation (``prepare`` then says): false,
+        without an await, for a webhook none of whose routes runs one."""
+        return self._view.may_transform(task.event.username, task.event.webhook_name)
 
     def suspended(self, username: str, name: str) -> int | None:
         """The suspended version of the owner's transformation ``name``, if it is."""

@@ -135,6 +135,12 @@ class RoutingView:
         found = await self._miss(transformation_key(username, name))
         return found if isinstance(found, Transformation) else None
 
+    def may_transform(self, username: str, webhook: str) -> bool:
+        """False when ``webhook`` is held and none of its routes runs a transformation (one dict
+        and one set lookup, no await); True when one may (``route_transform`` then says)."""
+        names = (username, webhook)
+        return names in self._transforming or names not in self._webhooks
+
     async def route_transform(self, username: str, webhook: str, route: str) -> str | None:
         """The name of the transformation route ``route`` of ``webhook`` runs (``None``: none,
         or no such route). A set lookup for a held webhook none of whose routes transforms."""
