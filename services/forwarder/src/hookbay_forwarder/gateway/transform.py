@@ -268,6 +268,9 @@ class TransformStep:
     def _count(self, outcome: str) -> None:
         if self._metrics is not None:
             self._metrics.calls.labels(outcome).inc()
+
+    def _held_suspended(self) -> None:
+        if self._metrics is not None:
             self._metrics.suspended.set(len(self._suspended))
 
     def _failed(
@@ -291,6 +294,7 @@ class TransformStep:
     def _suspend(self, key: tuple[str, str], version: int, event_id: str) -> None:
         self._suspended[key] = version
         self._failures.pop(key, None)
+        self._held_suspended()
         log.warning("transformation_suspended", username=key[0], transformation=key[1],
                     version=version)  # fmt: skip
         if self._issues is not None:
@@ -303,6 +307,7 @@ class TransformStep:
     def _resume(self, key: tuple[str, str]) -> None:
         self._suspended.pop(key, None)
         self._failures.pop(key, None)
+        self._held_suspended()
         log.info("transformation_resumed", username=key[0], transformation=key[1])
         if self._issues is not None:
             issues = self._issues
