@@ -1,8 +1,8 @@
 """Destinations and a webhook's routes in the dashboard, against the real stack: a destination
 created, listed, paused and resumed, its refused fields shown beside them, a write-only header
 kept; a route's filter checked while it is typed (the syntax here, its meaning by the server),
-its dry run judging real stored events; order, enable / disable, delete; another owner's
-destination and routes are a not-found page."""
+its dry run judging real stored events; a transformation chosen and removed; order, enable /
+disable, delete; another owner's destination and routes are a not-found page."""
 
 from __future__ import annotations
 
@@ -246,6 +246,39 @@ class TestRoutes:
         await edit.get_by_role("region", name="Dry run").get_by_role("link", name=paid).click()
         await page.wait_for_url(f"**/events/{paid_event.id}")
         await expect(page.get_by_text(paid).first).to_be_visible()
+
+    async def test_a_route_runs_one_of_the_owners_transformations(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        name = hook["name"]
+        await destination(owner, "erp", stack.receiver.url())
+        made = await owner.api.post(
+            "/api/v1/transformations",
+            json={"name": "erp-shape", "code": "addHandler('transform', (r) => r);"},
+        )
+        assert made.status_code == 201, made.text
+        page = session.page
+        await session.login(owner, f"/webhooks/{name}/routes")
+        await page.get_by_role("button", name="New route").click()
+        form = page.get_by_role("form", name="New route")
+        await form.get_by_label("Name", exact=True).fill("to-erp")
+        await form.get_by_label("Transformation").select_option("erp-shape")
+        await form.get_by_role("button", name="Create route").click()
+        listed = row(page, "to-erp")
+        await expect(listed).to_contain_text("erp-shape")
+        (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert saved["transform"] == "erp-shape"
+
+        await listed.get_by_role("button", name="Edit to-erp").click()
+        edit = page.get_by_role("form", name="Edit route to-erp")
+        await expect(edit.get_by_label("Transformation")).to_have_value("erp-shape")
+        await edit.get_by_label("Transformation").select_option("")
+        await edit.get_by_role("button", name="Save route").click()
+        await expect(row(page, "to-erp")).not_to_contain_text("erp-shape")
+        (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert saved["transform"] is None
 
     async def test_routes_are_moved_disabled_and_deleted(
         self, stack: Stack, session: Session

@@ -117,6 +117,39 @@ class TestRoute:
         assert code == 1
         assert "used by route(s) orders/paid" in err
 
+    async def test_a_route_runs_a_transformation(
+        self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
+    ) -> None:
+        webhook = await cli_dashboard.runtime.webhooks.create(
+            create_webhook(username=owner.username, name="orders")
+        )
+        await ok("destination", "create", "erp", "--url", "http://127.0.0.1:9/e", env=owner_env)
+        code = "addHandler('transform', (r) => { r.body = {n: r.body.id}; return r; });"
+        await ok("transformation", "create", "shape", "--code", "-", env=owner_env, stdin=code)
+        created = await ok(
+            "route", "create", "orders", "r", "--destination", "erp", "--transform", "shape",
+            env=owner_env,
+        )  # fmt: skip
+        assert created.strip() == "created route orders/r via shape → erp (position 0)"
+        event = create_event(
+            username=owner.username, webhook_id=webhook.id, webhook_name="orders",
+            body=b'{"id": 4}', created_at=utcnow(),
+        )  # fmt: skip
+        await cli_dashboard.runtime.events.upsert(event)
+        run = await ok_json("route", "dry-run", "orders", "r", env=owner_env)
+        assert run["events"][0]["transform"]["request"]["body"] == {"n": 4}
+        text = await ok("route", "dry-run", "orders", "r", env=owner_env)
+        assert text.splitlines()[1].split()[-2:] == ["-", "ok"], text
+        status, _, err = await hookbay("transformation", "delete", "shape", env=owner_env)
+        assert (status, "used by route(s) orders/r" in err) == (1, True), err
+        cleared = await ok_json("route", "set", "orders", "r", "--no-transform", env=owner_env)
+        assert cleared["transform"] is None
+        status, _, err = await hookbay(
+            "route", "set", "orders", "r", "--transform", "missing", env=owner_env
+        )
+        assert (status, "no transformation named 'missing'" in err) == (1, True), err
+        await ok("transformation", "delete", "shape", env=owner_env)
+
     async def test_refusals_and_another_owners_names(
         self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
     ) -> None:

@@ -19,6 +19,7 @@ from hookbay_common.models import (
     DeliveryStatus,
     Event,
     EventStatus,
+    TransformTrace,
     event_status_of,
 )
 from tests.support.factories import create_attempt, create_delivery, create_event
@@ -161,6 +162,23 @@ class TestPrecedence:
         assert implicit.precedence == explicit.precedence
         later = implicit.model_copy(update={"chain": new_id(IdPrefix.CHAIN)})
         assert later.supersedes(implicit.model_copy(update={"status": S.SUCCESS}))
+
+    async def test_a_transformations_trace_is_kept_with_the_delivery(self, db: Database) -> None:
+        events, attempts = EventRepository(db), AttemptRepository(db)
+        event = create_event(forward_url=None)
+        await events.upsert(event)
+        trace = TransformTrace(name="shape", version=2, logs=("before",))
+        failed = create_delivery(event, route="a", status=S.TRANSFORM_FAILED,
+                                 reason="runtime: Error: x", transform=trace)  # fmt: skip
+        retried = create_delivery(event, route="b", status=S.FAILED,
+                                  chain=new_id(IdPrefix.CHAIN), transform=trace)  # fmt: skip
+        plain = create_delivery(event, route="c", status=S.SUCCESS)
+        await _write(events, attempts, [failed, retried, plain])
+        stored = {d.route: d for d in await _deliveries(events, event.id)}
+        assert stored["a"] == failed
+        assert stored["b"] == retried
+        assert stored["c"] == plain
+        assert await _status(events, event.id) is EventStatus.FAILED
 
     async def test_a_batch_read_again_writes_nothing(self, db: Database) -> None:
         """Idempotent: the same records again (a batch consumed again after a crash) leave

@@ -7,7 +7,13 @@ import msgpack
 import pytest
 
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import AttemptTrigger, DeliveryStatus, DeliveryTask, RejectedReason
+from hookbay_common.models import (
+    AttemptTrigger,
+    DeliveryStatus,
+    DeliveryTask,
+    RejectedReason,
+    TransformTrace,
+)
 from hookbay_common.routing.tasks import delivery_id, event_of
 from hookbay_common.topics import MAX_MESSAGE_BYTES
 from hookbay_common.wire import (
@@ -150,6 +156,25 @@ class TestDeliveryWire:
         assert decode_delivery(encoded) == delivery
         assert decode_attempts_record(encoded) == delivery
         assert is_delivery_record(encoded)
+
+    def test_a_transformations_trace_round_trips(self) -> None:
+        trace = TransformTrace(name="shape", version=3, body_sha256="ab" * 32, logs=("a", "b"))
+        delivery = create_delivery(
+            create_event(), status=DeliveryStatus.TRANSFORM_FAILED, reason="runtime: Error: x",
+            at=datetime(2026, 11, 21, 1, 2, 3, tzinfo=UTC), transform=trace,
+        )  # fmt: skip
+        encoded = encode_delivery(delivery)
+        assert decode_delivery(encoded) == delivery
+        assert is_delivery_record(encoded)
+        event = create_event()
+        attempt = create_attempt(
+            event, delivery_id=delivery_id(event.id, "rte_1", event.id), route="billing",
+            destination="billing-api", started_at=datetime(2026, 1, 2, tzinfo=UTC),
+            transform=trace,
+        )  # fmt: skip
+        assert decode_attempt(encode_attempt(attempt)) == attempt
+        assert (attempt.as_delivery() or delivery).transform == trace
+        assert "transform" not in msgpack.unpackb(encode_delivery(create_delivery(event)))
 
     def test_compact_and_reason_left_out_when_none(self) -> None:
         encoded = encode_delivery(create_delivery(create_event()))

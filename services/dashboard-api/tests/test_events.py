@@ -608,7 +608,8 @@ class TestDetail:
         by_route = {d["route"]: d for d in body["deliveries"]}
         assert by_route["audit"] == {
             "id": audit.id, "route": "audit", "destination": "audit-api", "status": "filtered",
-            "reason": "/body/type: $eq", "updated_at": isoformat(at), "attempts": [],
+            "reason": "/body/type: $eq", "updated_at": isoformat(at), "transform": None,
+            "attempts": [],
         }  # fmt: skip
         delivered = by_route["billing"]
         assert (delivered["id"], delivered["destination"]) == (billing.id, "billing-api")

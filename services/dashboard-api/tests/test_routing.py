@@ -123,7 +123,7 @@ class TestCreate:
             ({"filter": "type = paid"}, ["body", "filter"], "valid dictionary"),
             ({"filter": {"path": {"a": 1}}}, ["body", "filter", "path"], "filter /path"),
             ({"filter": {"body": {"k": "v" * 17000}}}, ["body", "filter"], "at most"),
-            ({"transform": "reshape"}, ["body", "transform"], "not available yet"),
+            ({"transform": "reshape"}, ["body", "transform"], "no transformation named"),
             ({"dedupe": {"window_s": 60}}, ["body", "dedupe"], "not available yet"),
             ({"delay_s": 30}, ["body", "delay_s"], "not available yet"),
             ({"position": -1}, ["body", "position"], "greater than or equal to 0"),

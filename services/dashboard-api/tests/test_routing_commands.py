@@ -151,6 +151,22 @@ class TestRouteCommands:
             r["name"] for r in ok_json(hookbay("route", "list", owner, "orders", "--json"))
         ] == ["invoices"]
 
+    def test_transform_names_one_of_the_owners_transformations(
+        self, hookbay: Invoke, owner: str
+    ) -> None:
+        fails(hookbay(
+            "route", "create", owner, "orders", "r", "--destination", "billing",
+            "--transform", "missing",
+        ), "no transformation named 'missing'")  # fmt: skip
+        ok_json(hookbay("route", "create", owner, "orders", "r", "--destination", "billing",
+                        "--json"))  # fmt: skip
+        fails(hookbay("route", "set", owner, "orders", "r", "--transform", "missing"),
+              "no transformation named 'missing'")  # fmt: skip
+        fails(hookbay("route", "set", owner, "orders", "r", "--transform", "a", "--no-transform"),
+              "exclude each other", 2)  # fmt: skip
+        cleared = ok_json(hookbay("route", "set", owner, "orders", "r", "--no-transform", "--json"))
+        assert cleared["transform"] is None
+
     def test_dry_run(self, hookbay: Invoke, owner: str) -> None:
         ok_json(hookbay("route", "create", owner, "orders", "r", "--destination", "billing",
                         "--json"))  # fmt: skip

@@ -236,7 +236,14 @@ filter_options = _options(
 
 def _route_line(r: dict[str, Any]) -> str:
     off = ", disabled" if not r["enabled"] else ""
-    return f"{r['webhook']}/{r['name']} → {r['destination']} (position {r['position']}{off})"
+    via = f" via {r['transform']}" if r.get("transform") else ""
+    return f"{r['webhook']}/{r['name']}{via} → {r['destination']} (position {r['position']}{off})"
+
+
+transform_option = click.option(
+    "--transform", default=None, metavar="NAME",
+    help="Run your transformation NAME on each delivery before it is sent.",
+)  # fmt: skip
 
 
 def _routes(webhook: str, *rest: str) -> str:
@@ -252,8 +259,10 @@ def route_list(webhook: str, as_json: bool) -> None:
 
     found = _run(lambda c: _get(c, _routes(webhook)))
     rows = [[str(r["position"]), r["name"], r["destination"], "yes" if r["enabled"] else "no",
-             json.dumps(r["filter"]) if r["filter"] is not None else "-"] for r in found]  # fmt: skip
-    _emit(found, as_json, lambda _: _table(rows, ["#", "NAME", "DESTINATION", "ENABLED", "FILTER"]))
+             json.dumps(r["filter"]) if r["filter"] is not None else "-",
+             r.get("transform") or "-"] for r in found]  # fmt: skip
+    head = ["#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM"]
+    _emit(found, as_json, lambda _: _table(rows, head))
 
 
 @route.command("show")
@@ -271,19 +280,23 @@ def route_show(webhook: str, name: str, as_json: bool) -> None:
 @click.argument("name")
 @click.option("--destination", required=True, help="The destination's name.")
 @filter_options
+@transform_option
 @click.option("--disabled", is_flag=True, help="Create it disabled.")
 @click.option("--position", type=click.IntRange(min=0), default=None,
               help="Where in the order (0: first; default: last).")  # fmt: skip
 @json_flag
 def route_create(
     webhook: str, name: str, destination: str, filter_text: str | None,
-    filter_file: str | None, disabled: bool, position: int | None, as_json: bool,
+    filter_file: str | None, transform: str | None, disabled: bool, position: int | None,
+    as_json: bool,
 ) -> None:  # fmt: skip
     """Add route NAME to WEBHOOK."""
     body: dict[str, Any] = {"name": name, "destination": destination, "enabled": not disabled}
     spec = _filter(filter_text, filter_file)
     if spec is not None:
         body["filter"] = spec
+    if transform is not None:
+        body["transform"] = transform
     if position is not None:
         body["position"] = position
     created = _run(lambda c: _call(c, "POST", _routes(webhook), body))
@@ -296,13 +309,15 @@ def route_create(
 @click.option("--destination", default=None, help="Deliver to another destination.")
 @filter_options
 @click.option("--no-filter", is_flag=True, help="Take every event.")
+@transform_option
+@click.option("--no-transform", is_flag=True, help="Run no transformation.")
 @click.option("--enable/--disable", "enabled", default=None, help="Turn the route on or off.")
 @click.option("--position", type=click.IntRange(min=0), default=None, help="Move it (0: first).")
 @json_flag
 def route_set(
     webhook: str, name: str, destination: str | None, filter_text: str | None,
-    filter_file: str | None, no_filter: bool, enabled: bool | None, position: int | None,
-    as_json: bool,
+    filter_file: str | None, no_filter: bool, transform: str | None, no_transform: bool,
+    enabled: bool | None, position: int | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Change route NAME of WEBHOOK."""
     spec = _filter(filter_text, filter_file)
@@ -314,6 +329,10 @@ def route_set(
             body[key] = value
     if spec is not None or no_filter:
         body["filter"] = spec
+    if transform is not None and no_transform:
+        raise click.UsageError("--transform and --no-transform exclude each other")
+    if transform is not None or no_transform:
+        body["transform"] = transform
     if not body:
         raise click.UsageError("nothing to change: give an option (see --help)")
     changed = _run(lambda c: _call(c, "PATCH", _routes(webhook, name), body))
@@ -349,8 +368,18 @@ def route_dry_run(
 
     def render(r: dict[str, Any]) -> str:
         rows = [[e["created_at"], e["event_id"], "yes" if e["matched"] else "no",
-                 e["reason"] or "-"] for e in r["events"]]  # fmt: skip
-        text = _table(rows, ["RECEIVED", "EVENT", "MATCHED", "WHY NOT"]) + "\n" if rows else ""
+                 e["reason"] or "-", _transformed(e.get("transform"))]
+                for e in r["events"]]  # fmt: skip
+        head = ["RECEIVED", "EVENT", "MATCHED", "WHY NOT", "TRANSFORM"]
+        text = _table(rows, head) + "\n" if rows else ""
         return f"{text}{r['matched']} of {r['evaluated']} matched; nothing was delivered"
 
     _emit(run, as_json, render)
+
+
+def _transformed(run: dict[str, Any] | None) -> str:
+    """A dry run's transformation of one event, in a word or its error."""
+    if run is None:
+        return "-"
+    error = run.get("error")
+    return "ok" if error is None else f"{error['kind']}: {error['message']}"

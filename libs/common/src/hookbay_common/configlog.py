@@ -9,8 +9,8 @@ user without
 its password hash), or a deletion. Replicas follow the topic (``hookbay_common.changelog``) and
 apply each change to their in-memory view: ingest's (``hookbay_ingest.view``) holds users and
 webhooks and skips destinations; the forwarder's (``hookbay_forwarder.routing.view``) holds the
-webhooks that have routes and every destination, and skips users. Both skip transformations
-until routes run them.
+webhooks that have routes, every destination and every transformation (routes run them), and
+skips users; ingest's skips transformations.
 
 Compatibility: a webhook's record carries ``routes`` only when it has some, and a
 ``verification`` only when it has one, so a record of a webhook without them reads on a replica
@@ -148,6 +148,9 @@ def encode_change(change: ConfigChange, box: SecretBox) -> bytes:
             record["verification"] = verification.to_document(box.seal)
         if not change.webhook.routes:  # the same
             del record["routes"]
+        for route in record.get("routes", ()):  # the same: a route's transform only when set
+            if route.get("transform") is None:
+                route.pop("transform", None)
     elif change.destination is not None:
         record = change.destination.model_dump(mode="json", exclude={"headers"})
         record["headers"] = {

@@ -294,6 +294,21 @@ class TransformationAlreadyExists(Conflict):
         )
 
 
+class TransformationInUse(Conflict):
+    """A deletion of a transformation that routes still run; ``routes`` names each as
+    ``webhook/route``."""
+
+    error = "Transformation in use"
+
+    def __init__(self, name: str, routes: list[str]) -> None:
+        super().__init__(
+            f"transformation {name!r} is used by route(s) {', '.join(routes)}: remove it from "
+            "them (transform: null) or point them at another transformation first",
+            transformation=name,
+            routes=routes,
+        )
+
+
 class DestinationNotFound(NotFound):
     error = "Destination not found"
 

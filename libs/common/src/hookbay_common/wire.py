@@ -27,7 +27,7 @@ ENVELOPE_OVERHEAD_BYTES = 16 * 1024
 ids, names, status fields, the destination URL (twice in a delivery task, at most 2,048 bytes
 each), the record key, dead-letter headers and the record batch framing."""
 ATTEMPT_SCHEMA = "attempt/1"
-_ATTEMPT_ROUTING = ("delivery_id", "route", "destination")
+_ATTEMPT_ROUTING = ("delivery_id", "route", "destination", "transform")
 """Left out when ``None``: an attempt of the ``forward_url`` path keeps its old shape, which
 recorders and stats processors of earlier versions read."""
 DELIVERY_SCHEMA = "delivery/1"
@@ -169,7 +169,7 @@ def _attempt_from_fields(fields: dict[str, Any]) -> Attempt:
 def encode_delivery(delivery: Delivery) -> bytes:
     """A delivery record (``delivery/1``) for ``Topics.attempts``, keyed by its event id like
     the event's attempts, so one recorder writes everything that moves one event's status.
-    ``reason`` and ``chain_id`` are left out when ``None``."""
+    ``reason``, ``chain_id`` and ``transform`` are left out when ``None``."""
     fields: dict[str, Any] = {
         "delivery_id": delivery.id,
         "event_id": delivery.event_id,
@@ -184,6 +184,8 @@ def encode_delivery(delivery: Delivery) -> bytes:
         fields["reason"] = delivery.reason
     if delivery.chain is not None:
         fields["chain_id"] = delivery.chain
+    if delivery.transform is not None:
+        fields["transform"] = delivery.transform.model_dump(mode="python")
     return _pack(DELIVERY_SCHEMA, fields)
 
 
@@ -204,6 +206,7 @@ def _delivery_from_fields(fields: dict[str, Any]) -> Delivery:
             reason=fields.get("reason"),
             at=_datetime_from_wire(fields["at"]),
             chain=fields.get("chain_id"),
+            transform=fields.get("transform"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise WireError(f"invalid {DELIVERY_SCHEMA} message: {exc}") from None

@@ -192,7 +192,7 @@ TransformationsDep = Annotated[TransformationService, Depends(get_transformation
 
 
 def get_routes(runtime: RuntimeDep) -> RouteService:
-    return runtime.services.routes()
+    return runtime.services.routes(runtime.sandbox)
 
 
 RoutesDep = Annotated[RouteService, Depends(get_routes)]

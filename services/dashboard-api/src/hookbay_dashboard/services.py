@@ -146,7 +146,7 @@ class Services:
         is saved and runs test calls."""
         s = self.stores
         return TransformationService(
-            s.transformations, s.users, s.events, sandbox, publisher=self.config
+            s.transformations, s.users, s.events, s.webhooks, sandbox, publisher=self.config
         )
 
     def issue_tracker(self) -> IssueTracker:
@@ -165,9 +165,14 @@ class Services:
             email_enabled=self.settings.smtp_url is not None,
         )  # fmt: skip
 
-    def routes(self) -> RouteService:
+    def routes(self, sandbox: Sandbox | None = None) -> RouteService:
+        """``sandbox``: the process's, which runs a dry run's transformation (none: the dry run
+        shows verdicts only)."""
         s = self.stores
-        return RouteService(s.webhooks, s.destinations, s.events, publisher=self.config)
+        return RouteService(
+            s.webhooks, s.destinations, s.events, s.transformations, publisher=self.config,
+            sandbox=sandbox,
+        )  # fmt: skip
 
     def events(self) -> EventService:
         s = self.stores

@@ -92,7 +92,7 @@ class LaneMetrics:
             name("lanes_deliveries"), "Attempts started by the delivery lanes, by outcome.",
             ["outcome"], registry=r,
         )  # fmt: skip
-        """outcome: what the deliver function returned (success, retry, failed)."""
+        """outcome: what the deliver function returned (success, retry, failed, transform_failed)."""
         self.held = Gauge(
             name("lanes_held_deliveries"),
             "Delivery tasks in the hold store of the destinations this process owns.", registry=r,
@@ -156,4 +156,26 @@ class RoutingViewMetrics:
             name("forwarder_routing_view_reconcile_repairs"),
             "View entries the periodic reconciliation found wrong and repaired (lost "
             "publications).", registry=r,
+        )  # fmt: skip
+
+
+class TransformMetrics:
+    """Routes' transformations run by the lanes (``gateway.transform``), added to a process's
+    registry; no transformation, owner or destination label (unbounded)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.calls = Counter(
+            name("forwarder_transformations"),
+            "Transformations of routed deliveries by outcome: ok, failed (the delivery is "
+            "transform_failed), suspended (not run).", ["outcome"], registry=r,
+        )  # fmt: skip
+        self.duration = Histogram(
+            name("forwarder_transformation_duration_seconds"),
+            "Wall time of one transformation call, the wait for a sandbox worker included.",
+            buckets=_ATTEMPT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.suspended = Gauge(
+            name("forwarder_transformations_suspended"),
+            "Transformations this process holds suspended.", registry=r,
         )  # fmt: skip

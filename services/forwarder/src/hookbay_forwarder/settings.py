@@ -39,6 +39,9 @@ class ForwarderSettings(Settings):
     max_buffered_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
     max_connections: int = Field(default=1000, ge=1)
     """Open connections to destinations, all destinations together."""
+    transform_workers: int = Field(default=2, ge=1, le=64)
+    """Sandbox worker processes running routes' transformations (started by the first call;
+    one owner holds at most half of them)."""
     dlq_limit_window: int = Field(default=1000, ge=1)
     """Dead-letter limit: how many recent final outcomes are looked at."""
     dlq_limit_ratio: float = Field(default=0.5, gt=0, le=1)

@@ -12,16 +12,25 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
 from pymongo.errors import ServerSelectionTimeoutError
 
 from hookbay_common.changelog import ChangeLog
+from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigChange, ConfigPublisher, destination_key, webhook_key
-from hookbay_common.db import Database, DestinationRepository, WebhookRepository
+from hookbay_common.db import (
+    Database,
+    DestinationRepository,
+    TransformationRepository,
+    WebhookRepository,
+)
+from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import create_producer
 from hookbay_common.models import (
     Destination,
     DestinationState,
     StateReason,
+    Transformation,
     Webhook,
 )
 from hookbay_common.secrets_box import SecretBox
@@ -82,7 +91,10 @@ class Routing:
         return await self.webhooks.create(create_webhook(username=username, routes=(route,)))
 
 
-def make_view(settings: Settings, db: Database, *, bootstrap: str | None = None) -> Routing:
+def make_view(
+    settings: Settings, db: Database, *, bootstrap: str | None = None, **transformations: Any
+) -> Routing:
+    """``transformations``: the view's ``transformations`` and ``on_transformation``."""
     registry = CollectorRegistry()
     changes = ChangeLog(
         bootstrap or settings.kafka_bootstrap, settings.topics.config_spec(), BOX,
@@ -94,6 +106,7 @@ def make_view(settings: Settings, db: Database, *, bootstrap: str | None = None)
         webhooks, destinations, changes, RoutingViewMetrics(registry),
         reconcile_interval=3600,  # only the change log (or a call to reconcile) changes it
         on_destination=routing.changed.append, on_destination_deleted=routing.deleted.append,
+        **transformations,
     )  # fmt: skip
     return routing
 
@@ -374,3 +387,73 @@ class TestReconciliation:
             assert view.destination_by_id(destination.id) == newer
             assert routing.changed[-1] == newer
             assert await view.reconcile() == 1  # the next one: MongoDB never got it
+
+
+def transformation_of(username: str, name: str, version: int = 1) -> Transformation:
+    now = utcnow().replace(microsecond=0)
+    return Transformation(
+        id=new_id(IdPrefix.TRANSFORMATION), username=username, name=name,
+        code="addHandler('transform', (r) => r)", env={"KEY": SecretStr("k")}, version=version,
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+
+
+class TestTransformations:
+    async def test_loaded_followed_and_read_through(
+        self, settings: Settings, db: Database, publisher: ConfigPublisher
+    ) -> None:
+        repo = TransformationRepository(db, BOX)
+        user = unique_name("u")
+        first = await repo.create(transformation_of(user, "first"))
+        seen: list[Transformation] = []
+        routing = make_view(settings, db, transformations=repo, on_transformation=seen.append)
+        await routing.view.start()
+        try:
+            await until(lambda: routing.view.following, timeout=30, what="the view follows")
+            view = routing.view
+            assert view._transformations[(user, "first")] == first
+            assert seen == [first]
+            assert (await view.transformation(user, "first") or first).env[
+                "KEY"
+            ].get_secret_value() == "k"
+
+            edited = first.model_copy(update={"version": 2, "updated_at": utcnow()})
+            await publisher.transformation_changed(edited)
+            await until(lambda: seen[-1] == edited, timeout=10, what="the new version")
+
+            late = await repo.create(transformation_of(user, "late"))  # not published
+            assert await view.transformation(user, "late") == late  # read through
+            assert await view.transformation(user, "never") is None
+
+            await publisher.transformation_deleted(user, "first")
+            await applied(routing, publisher)
+            assert (user, "first") not in view._transformations
+        finally:
+            await routing.view.stop()
+
+    async def test_a_routes_transformation_is_a_set_lookup_unless_a_route_has_one(
+        self, settings: Settings, db: Database, publisher: ConfigPublisher
+    ) -> None:
+        async with following(settings, db) as routing:
+            view, user = routing.view, unique_name("u")
+            plain = await routing.routed_webhook(user, "d")
+            await publisher.webhook_changed(plain)
+            route = create_route(destination="d", transform="shape")
+            shaped = await routing.webhooks.create(create_webhook(username=user, routes=(route,)))
+            await publisher.webhook_changed(shaped)
+            await applied(routing, publisher)
+            assert await view.route_transform(user, plain.name, plain.routes[0].name) is None
+            assert not view.may_transform(user, plain.name)
+            assert view.may_transform(user, shaped.name)
+            assert view.may_transform(user, "not-held")  # the look-up reads it through
+            assert await view.route_transform(user, shaped.name, route.name) == "shape"
+            assert await view.route_transform(user, shaped.name, "no-such-route") is None
+
+            cleared = await routing.webhooks.replace_routes(
+                shaped, [route.model_copy(update={"transform": None})]
+            )
+            assert cleared is not None
+            await publisher.webhook_changed(cleared)
+            await applied(routing, publisher)
+            assert not view.may_transform(user, shaped.name)
+            assert await view.route_transform(user, shaped.name, route.name) is None

@@ -21,6 +21,7 @@ from hookbay_common.clock import utcnow
 from hookbay_common.db.client import Collections, Database
 from hookbay_common.errors import WebhookAlreadyExists, WebhookNotFound
 from hookbay_common.models import Route, Webhook, WebhookVerification
+from hookbay_common.models.gateway import route_document
 from hookbay_common.secrets_box import SecretBox
 
 _UNSET: Any = object()
@@ -166,7 +167,7 @@ class WebhookRepository:
 def routes_to_document(routes: Sequence[Route]) -> list[dict[str, Any]]:
     docs = []
     for route in routes:
-        doc = route.model_dump(mode="python")
+        doc = route_document(route)
         doc["filter"] = json.dumps(route.filter) if route.filter is not None else None
         docs.append(doc)
     return docs

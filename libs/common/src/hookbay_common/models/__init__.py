@@ -28,6 +28,7 @@ from hookbay_common.models.attempts import (
 from hookbay_common.models.deliveries import (
     Delivery,
     DeliveryStatus,
+    TransformTrace,
     event_status_of,
     latest_routing,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "Session",
     "SignatureEncoding",
     "StateReason",
+    "TransformTrace",
     "Transformation",
     "User",
     "VerificationMode",

@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import Field
 
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models.deliveries import Delivery, DeliveryStatus
+from hookbay_common.models.deliveries import Delivery, DeliveryStatus, TransformTrace
 from hookbay_common.models.events import AttemptTrigger, Event, EventStatus
 from hookbay_common.models.record import Record
 
@@ -40,6 +40,8 @@ class Attempt(Record):
     delivery_id: str | None = None
     route: str | None = None
     destination: str | None = None
+    transform: TransformTrace | None = None
+    """The route's transformation that made the request sent (left out when none)."""
 
     def as_delivery(self) -> Delivery | None:
         """What this attempt says about its delivery (``None``: not a routed attempt): a 2xx
@@ -59,6 +61,7 @@ class Attempt(Record):
             id=self.delivery_id, event_id=self.event_id, webhook_id=self.webhook_id,
             username=self.username, route=self.route or "", destination=self.destination or "",
             status=status, reason=reason, at=self.started_at, chain=self.chain_id,
+            transform=self.transform,
         )  # fmt: skip
 
     @property

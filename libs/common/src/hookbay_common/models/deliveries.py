@@ -21,6 +21,8 @@ class DeliveryStatus(StrEnum):
     """The route's filter did not match (``reason`` says why): nothing to deliver."""
     DEDUPLICATED = "deduplicated"
     TRANSFORM_FAILED = "transform_failed"
+    """The route's transformation failed (``reason``; its logs in ``transform``), or is
+    suspended: nothing was sent, and it is not retried."""
     HELD = "held"
     """Waiting in the hold store: its destination is paused or disabled (``reason``)."""
     SCHEDULED = "scheduled"
@@ -40,6 +42,24 @@ _UNFINISHED: Final = frozenset(
 _DELIVERY_TIE_ORDER: Final = tuple(DeliveryStatus)
 """Among records of one delivery with the same rank and time, the later in this order wins
 (any fixed order would do: it only makes the result independent of the reading order)."""
+
+
+TRANSFORM_LOG_LINES: Final = 100
+TRANSFORM_LOG_BYTES: Final = 8 * 1024
+"""What a delivery keeps of its transformation's console output: the sandbox's own bounds
+(100 lines, 8 KiB of text), the last line saying how many lines were left out."""
+
+
+class TransformTrace(Record):
+    """What a route's transformation did for one delivery: the transformation's ``name`` and
+    the ``version`` that ran, the SHA-256 (hex) of the body it produced (``None``: it failed, or
+    did not run), and its console output (``logs``, bounded as ``TRANSFORM_LOG_LINES`` /
+    ``TRANSFORM_LOG_BYTES`` say). Never the env, never the body itself."""
+
+    name: str
+    version: int = 0
+    body_sha256: str | None = None
+    logs: tuple[str, ...] = ()
 
 
 class Delivery(Record):
@@ -65,6 +85,9 @@ class Delivery(Record):
     reason: str | None = None
     at: datetime
     chain: str | None = None
+    transform: TransformTrace | None = None
+    """The route's transformation's trace: on a ``transform_failed`` record, and on the record
+    an attempt of a transformed request makes (``Attempt.as_delivery``)."""
 
     @property
     def first_chain(self) -> str:

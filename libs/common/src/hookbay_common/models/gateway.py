@@ -118,13 +118,26 @@ class Transformation(Record):
 
 class Route(Record):
     """One of a webhook's ordered routes: its events that pass ``filter`` (``None``: all of
-    them) go to the owner's destination named ``destination``. ``filter`` is the owner's
-    filter document as saved (``hookbay_common.routing.filters``)."""
+    them) go to the owner's destination named ``destination``, reshaped first by the owner's
+    transformation named ``transform`` when there is one. ``filter`` is the owner's filter
+    document as saved (``hookbay_common.routing.filters``). ``transform`` is left out of the
+    stored and published record when ``None``, so a record without one reads on a replica of
+    an earlier version (``route_document``)."""
 
     id: str
     name: str
     destination: str
     enabled: bool = True
     filter: dict[str, Any] | None = None
+    transform: str | None = None
     created_at: datetime
     updated_at: datetime
+
+
+def route_document(route: Route) -> dict[str, Any]:
+    """``route`` as a JSON-ready map for the store and the change log, ``transform`` left out
+    when it is ``None`` (readable by replicas that predate it)."""
+    doc = route.model_dump(mode="python")
+    if doc["transform"] is None:
+        del doc["transform"]
+    return doc

@@ -212,6 +212,20 @@ class ListenAttemptCreate(BaseModel):
     )
 
 
+class TransformTraceRead(BaseModel):
+    """What the route's transformation did for a delivery (docs/owners/transformations.md)."""
+
+    name: str = Field(description="The transformation.")
+    version: int = Field(description="The version that ran (0: it did not run).")
+    body_sha256: str | None = Field(
+        description="SHA-256 (hex) of the body it produced and was sent; null when it failed."
+    )
+    logs: list[str] = Field(
+        description="What its console printed, at most 100 lines and 8 KiB (a last line says "
+        "how many were left out)."
+    )
+
+
 class DeliveryRead(BaseModel):
     """One delivery: the event over one of its webhook's routes to that route's destination,
     with the attempts made for it, oldest first."""
@@ -224,6 +238,11 @@ class DeliveryRead(BaseModel):
         description="Why it was filtered, held or failed (null when there is nothing to say)."
     )
     updated_at: Timestamp = Field(description="When it reached this status.")
+    transform: TransformTraceRead | None = Field(
+        default=None,
+        description="The route's transformation on the latest attempt (or its failure); null "
+        "when the route runs none.",
+    )
     attempts: list[AttemptRead]
 
 
@@ -257,6 +276,10 @@ class EventDetail(EventRead):
                 DeliveryRead(
                     id=d.id, route=d.route, destination=d.destination, status=d.status,
                     reason=d.reason, updated_at=d.at, attempts=grouped[d.id],
+                    transform=TransformTraceRead(
+                        name=d.transform.name, version=d.transform.version,
+                        body_sha256=d.transform.body_sha256, logs=list(d.transform.logs),
+                    ) if d.transform is not None else None,
                 )
                 for d in deliveries
             ],

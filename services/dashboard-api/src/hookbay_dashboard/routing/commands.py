@@ -82,6 +82,8 @@ def route() -> None:
 @click.argument("name")
 @click.option("--destination", required=True, help="The destination's name.")
 @with_filter
+@click.option("--transform", default=None, metavar="NAME",
+              help="Run the owner's transformation NAME on each delivery.")  # fmt: skip
 @click.option("--disabled", is_flag=True, help="Create it disabled.")
 @click.option("--position", type=click.IntRange(min=0), default=None,
               help="Where in the order (0: first; default: last).")  # fmt: skip
@@ -89,7 +91,8 @@ def route() -> None:
 @pass_state
 def route_create(
     state: CliState, /, username: str, webhook: str, name: str, destination: str,
-    filter_text: str | None, filter_file: str | None, disabled: bool, position: int | None,
+    filter_text: str | None, filter_file: str | None, transform: str | None, disabled: bool,
+    position: int | None,
 ) -> None:  # fmt: skip
     """Add route NAME to USERNAME's WEBHOOK."""
     from hookbay_dashboard.routing.schemas import RouteCreate
@@ -98,6 +101,8 @@ def route_create(
     spec = parse_filter(filter_text, filter_file)
     if spec is not None:
         fields["filter"] = spec
+    if transform is not None:
+        fields["transform"] = transform
     if position is not None:
         fields["position"] = position
     write = validated(RouteCreate, fields, "route")
@@ -115,14 +120,17 @@ def route_create(
 @click.option("--destination", default=None, help="Deliver to another destination.")
 @with_filter
 @click.option("--no-filter", is_flag=True, help="Take every event.")
+@click.option("--transform", default=None, metavar="NAME",
+              help="Run the owner's transformation NAME on each delivery.")  # fmt: skip
+@click.option("--no-transform", is_flag=True, help="Run no transformation.")
 @click.option("--enable/--disable", "enabled", default=None, help="Turn the route on or off.")
 @click.option("--position", type=click.IntRange(min=0), default=None, help="Move it (0: first).")
 @json_option
 @pass_state
 def route_set(
     state: CliState, /, username: str, webhook: str, name: str, destination: str | None,
-    filter_text: str | None, filter_file: str | None, no_filter: bool, enabled: bool | None,
-    position: int | None,
+    filter_text: str | None, filter_file: str | None, no_filter: bool, transform: str | None,
+    no_transform: bool, enabled: bool | None, position: int | None,
 ) -> None:  # fmt: skip
     """Change a route."""
     from hookbay_dashboard.routing.schemas import RouteUpdate
@@ -136,6 +144,10 @@ def route_set(
             fields[key] = value
     if spec is not None or no_filter:
         fields["filter"] = spec
+    if transform is not None and no_transform:
+        raise click.UsageError("--transform and --no-transform exclude each other")
+    if transform is not None or no_transform:
+        fields["transform"] = transform
     if not fields:
         raise click.UsageError("nothing to change: give an option (see --help)")
     write = validated(RouteUpdate, fields, "route")
@@ -163,10 +175,10 @@ def route_list(state: CliState, username: str, webhook: str) -> None:
     def human(console: Console) -> None:
         rows = [
             (v["position"], v["name"], v["destination"], "yes" if v["enabled"] else "no",
-             json.dumps(v["filter"]) if v["filter"] is not None else None)
+             json.dumps(v["filter"]) if v["filter"] is not None else None, v["transform"])
             for v in views
         ]  # fmt: skip
-        table(console, ("#", "NAME", "DESTINATION", "ENABLED", "FILTER"), rows)
+        table(console, ("#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM"), rows)
 
     state.emit(views, human=human)
 

@@ -11,10 +11,13 @@ from hookbay_dashboard.routing.schemas import (
     DryRunEvent,
     DryRunRequest,
     DryRunResult,
+    DryRunTransform,
     RouteCreate,
     RouteRead,
     RouteUpdate,
 )
+from hookbay_dashboard.routing.service import DryRun
+from hookbay_dashboard.transformations.schemas import RequestBody, TestError
 
 router = APIRouter(tags=["routes"])
 
@@ -69,7 +72,9 @@ async def dry_run_route(
 ) -> DryRunResult:
     """Judge the saved route (or ``route``, an unsaved one: the path's route then needs not
     exist) against the webhook's ``last`` newest stored events: per event, matched or not and
-    why. Nothing is delivered or recorded."""
+    why, and for a route with a ``transform``, the request its transformation makes of each
+    of the newest 20 matched events (or its error and logs). Nothing is delivered or
+    recorded."""
     run = await routes.dry_run(principal.username, name, route, last=body.last, draft=body.route)
     events = [
         DryRunEvent(
@@ -79,10 +84,24 @@ async def dry_run_route(
             matched=verdict.matched,
             reason=verdict.reason,
             pointer=verdict.pointer,
+            transform=_transformed(run, event.id),
         )
         for event, verdict in run.results
     ]
     return DryRunResult(
         webhook=run.webhook.name, route=run.route, saved=run.saved, evaluated=len(events),
         matched=sum(e.matched for e in events), events=events,
+    )  # fmt: skip
+
+
+def _transformed(run: DryRun, event_id: str) -> DryRunTransform | None:
+    result = run.transformed.get(event_id)
+    if result is None or run.transformation is None:
+        return None
+    returned = result.request if result.ok else None
+    return DryRunTransform(
+        transformation=run.transformation.name, version=run.transformation.version,
+        request=RequestBody.of(returned) if returned is not None else None,
+        logs=list(result.logs),
+        error=TestError.of(result.error) if result.error is not None else None,
     )  # fmt: skip

@@ -9,17 +9,25 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from hookbay_common.models import Route
 from hookbay_common.names import WEBHOOK_NAME_MAX
 from hookbay_dashboard.schemas import Timestamp
+from hookbay_dashboard.transformations.schemas import RequestBody, TestError
 
 DRY_RUN_DEFAULT: Final = 50
 DRY_RUN_MAX: Final = 100
+DRY_RUN_TRANSFORM_MAX: Final = 20
+"""Matched events of one dry run whose transformation runs (each up to 1 s of CPU in the
+dashboard's two-worker sandbox); the rest show their verdict only."""
 
 _FILTER_DOC = (
     'Which events the route takes: {"body": …, "headers": …, "query": …}, each optional, '
     "in the filter syntax of docs/owners/filters.md; null: every event. A filter the engine "
     "refuses is a 422 naming its JSON pointer."
 )
+_TRANSFORM_DOC = (
+    "The name of one of your transformations, run on each delivery before it is sent "
+    "(docs/owners/transformations.md); null: none. A name you have no transformation of is a "
+    "422 naming transform."
+)
 _NOT_YET = {
-    "transform": "transformations are not available yet",
     "dedupe": "deduplication is not available yet",
     "delay_s": "delays are not available yet",
 }
@@ -39,11 +47,13 @@ class _RouteRules(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     filter: dict[str, Any] | None = Field(default=None, description=_FILTER_DOC)
-    transform: Any = _reserved("transform")
+    transform: str | None = Field(
+        default=None, min_length=1, max_length=WEBHOOK_NAME_MAX, description=_TRANSFORM_DOC
+    )
     dedupe: Any = _reserved("dedupe")
     delay_s: Any = _reserved("delay_s")
 
-    _reserved_only_null = field_validator("transform", "dedupe", "delay_s")(_only_null)
+    _reserved_only_null = field_validator("dedupe", "delay_s")(_only_null)
 
 
 class RouteCreate(_RouteRules):
@@ -62,7 +72,8 @@ class RouteCreate(_RouteRules):
 
 
 class RouteUpdate(_RouteRules):
-    """Only the fields sent change: ``"filter": null`` removes the filter, ``position`` moves
+    """Only the fields sent change: ``"filter": null`` removes the filter, ``"transform":
+    null`` the transformation, ``position`` moves
     the route (0: first). ``destination`` and ``enabled`` cannot be null; the name stays."""
 
     destination: str | None = Field(default=None, min_length=1, max_length=WEBHOOK_NAME_MAX)
@@ -78,8 +89,9 @@ class RouteUpdate(_RouteRules):
 
 
 class RouteDraft(_RouteRules):
-    """An unsaved route to try: only its filter and ``enabled`` decide; its destination, if
-    given, is not looked up."""
+    """An unsaved route to try: its filter and ``enabled`` decide; its ``transform`` (one of
+    your transformations) runs on each matched event; its destination, if given, is not
+    looked up."""
 
     name: str | None = Field(default=None, max_length=WEBHOOK_NAME_MAX)
     destination: str | None = Field(default=None, max_length=WEBHOOK_NAME_MAX)
@@ -94,7 +106,7 @@ class RouteRead(BaseModel):
     destination: str
     enabled: bool
     filter: dict[str, Any] | None
-    transform: None = None
+    transform: str | None = Field(description="The transformation the route runs, or null.")
     dedupe: None = None
     delay_s: None = None
     created_at: Timestamp
@@ -105,7 +117,7 @@ class RouteRead(BaseModel):
         return cls(
             id=route.id, name=route.name, webhook=webhook, position=position,
             destination=route.destination, enabled=route.enabled, filter=route.filter,
-            created_at=route.created_at, updated_at=route.updated_at,
+            transform=route.transform, created_at=route.created_at, updated_at=route.updated_at,
         )  # fmt: skip
 
     def view(self) -> dict[str, Any]:
@@ -124,6 +136,22 @@ class DryRunRequest(BaseModel):
     )
 
 
+class DryRunTransform(BaseModel):
+    """What the route's transformation made of one matched event, as its delivery would
+    send it (nothing is sent)."""
+
+    transformation: str
+    version: int
+    request: RequestBody | None = Field(
+        description="The request the destination would receive; null when the code failed."
+    )
+    logs: list[str] = Field(description="What the code printed (100 lines, 8 KiB at most).")
+    error: TestError | None = Field(
+        description="Why the code failed (its kind, message, line and column); null when it "
+        "returned a request. The delivery would be transform_failed."
+    )
+
+
 class DryRunEvent(BaseModel):
     event_id: str
     request_id: str
@@ -134,6 +162,11 @@ class DryRunEvent(BaseModel):
         default=None,
         description="The failing condition's place in the filter (JSON pointer), when a "
         "filter condition failed.",
+    )
+    transform: DryRunTransform | None = Field(
+        default=None,
+        description="The route's transformation run on the event (a matched event of a route "
+        "with a transform only; the newest 20 such events).",
     )
 
 

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
-from hookbay_common.db import DestinationRepository, EventRepository, WebhookRepository
+from hookbay_common.db import (
+    DestinationRepository,
+    EventRepository,
+    TransformationRepository,
+    WebhookRepository,
+)
 from hookbay_common.db.forwarding import FORWARD_ROUTE, forward_webhook
 from hookbay_common.errors import (
     ConcurrentChange,
@@ -28,11 +33,19 @@ from hookbay_common.errors import (
 )
 from hookbay_common.httperrors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Event, Route, Webhook
+from hookbay_common.models import Event, Route, Transformation, Webhook
 from hookbay_common.routing.filters import MATCHED, FilterError, Verdict, compile_filter
 from hookbay_common.routing.subject import event_subject
 from hookbay_dashboard.destinations.service import check_resource_name
-from hookbay_dashboard.routing.schemas import RouteCreate, RouteDraft, RouteUpdate
+from hookbay_dashboard.routing.schemas import (
+    DRY_RUN_TRANSFORM_MAX,
+    RouteCreate,
+    RouteDraft,
+    RouteUpdate,
+)
+from hookbay_dashboard.transformations.sandbox import Sandbox
+from hookbay_dashboard.transformations.service import request_of_event
+from hookbay_sandbox import TransformResult
 
 MAX_ROUTES: Final = 20
 """Routes per webhook."""
@@ -53,10 +66,15 @@ class FilterRefused(InvalidRequest):
 
 @dataclass(frozen=True)
 class DryRun:
+    """``transformed``: by event id, what the route's transformation made of the matched
+    events it ran on."""
+
     webhook: Webhook
     route: str | None
     saved: bool
     results: list[tuple[Event, Verdict]]
+    transformation: Transformation | None = None
+    transformed: dict[str, TransformResult] = field(default_factory=dict)
 
 
 def checked_filter(spec: dict[str, Any] | None, loc: tuple[str, ...] = ("filter",)) -> None:
@@ -91,13 +109,19 @@ class RouteService:
         webhooks: WebhookRepository,
         destinations: DestinationRepository,
         events: EventRepository,
+        transformations: TransformationRepository,
         *,
         publisher: ConfigPublisher | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
+        """``sandbox`` runs a dry run's transformation; without one (the operator's CLI) a dry
+        run shows the filter's verdicts only."""
         self._webhooks = webhooks
         self._destinations = destinations
         self._events = events
+        self._transformations = transformations
         self._publisher = publisher
+        self._sandbox = sandbox
 
     async def webhook(self, username: str, webhook_name: str) -> Webhook:
         """The webhook, whose ``routes`` are in order (another owner's: ``WebhookNotFound``)."""
@@ -116,6 +140,8 @@ class RouteService:
         check_resource_name(write.name)
         await self._check_destination(username, write.destination)
         checked_filter(write.filter)
+        if write.transform is not None:
+            await self._check_transformation(username, write.transform)
 
         def add(webhook: Webhook) -> list[Route]:
             routes = list(webhook.routes)
@@ -129,7 +155,8 @@ class RouteService:
             now = utcnow()
             route = Route(
                 id=new_id(IdPrefix.ROUTE), name=write.name, destination=write.destination,
-                enabled=write.enabled, filter=write.filter, created_at=now, updated_at=now,
+                enabled=write.enabled, filter=write.filter, transform=write.transform,
+                created_at=now, updated_at=now,
             )  # fmt: skip
             routes.insert(position, route)
             return routes
@@ -143,13 +170,17 @@ class RouteService:
         """Change the fields sent; nothing sent reads the route. The route ``forward_url``
         is its webhook's ``forward_url``'s: only its ``position`` moves (``ForwardUrlManaged``)."""
         await self.get(username, webhook_name, name)  # 404s before the fields
-        sent = write.model_fields_set & {"destination", "enabled", "filter", "position"}
+        sent = write.model_fields_set & {
+            "destination", "enabled", "filter", "transform", "position",
+        }  # fmt: skip
         if name == FORWARD_ROUTE and sent - {"position"}:
             raise ForwardUrlManaged(webhook_name, f"route {name!r}")
         if "destination" in sent and write.destination is not None:
             await self._check_destination(username, write.destination)
         if "filter" in sent:
             checked_filter(write.filter)
+        if "transform" in sent and write.transform is not None:
+            await self._check_transformation(username, write.transform)
         if not sent:
             return await self.get(username, webhook_name, name)
 
@@ -185,18 +216,46 @@ class RouteService:
         draft: RouteDraft | None = None,
     ) -> DryRun:  # fmt: skip
         """The route ``name`` (or ``draft``, unsaved) judged against the webhook's ``last``
-        newest stored events, newest first; nothing is delivered or recorded."""
+        newest stored events, newest first; nothing is delivered or recorded. A route with a
+        ``transform`` runs it (with the sandbox, when there is one) on the newest
+        ``DRY_RUN_TRANSFORM_MAX`` matched events, as their deliveries would."""
         webhook = await self._webhooks.require(username, webhook_name)
         if draft is None:
             route = webhook.routes[_position(webhook, name)]
             spec, enabled, label = route.filter, route.enabled, route.name
+            transform = route.transform
         else:
             spec, enabled, label = draft.filter, draft.enabled, draft.name or name
+            transform = draft.transform
         judge = evaluator(spec, ("filter",) if draft is None else ("route", "filter"))
+        transformation = None
+        if transform is not None:
+            loc = ("transform",) if draft is None else ("route", "transform")
+            transformation = await self._check_transformation(username, transform, loc)
         results = []
         for event in await self._events.newest_events(webhook.id, last):
             results.append((event, _dry_verdict(event, enabled, judge)))
-        return DryRun(webhook, label, draft is None, results)
+        run = DryRun(webhook, label, draft is None, results, transformation)
+        if transformation is not None and self._sandbox is not None:
+            matched = [event for event, verdict in results if verdict.matched]
+            env = {k: v.get_secret_value() for k, v in transformation.env.items()}
+            for event in matched[:DRY_RUN_TRANSFORM_MAX]:
+                run.transformed[event.id] = await self._sandbox.run(
+                    username, transformation.code, request_of_event(event), env
+                )
+        return run
+
+    async def _check_transformation(
+        self, username: str, name: str, loc: tuple[str, ...] = ("transform",)
+    ) -> Transformation:
+        """One of the owner's transformations (another owner's is unknown, as a missing one):
+        else a 422 naming ``transform``."""
+        found = await self._transformations.get(username, name)
+        if found is None:
+            raise InvalidField(
+                loc, f"you have no transformation named {name!r}", "transformation_missing"
+            )
+        return found
 
     async def _check_destination(self, username: str, name: str) -> None:
         """An owner's destination, and not a ``forward_url``'s (its route is the only one)."""

@@ -83,6 +83,7 @@ async def update_transformation(
 async def delete_transformation(
     trf: str, principal: CurrentUser, transformations: TransformationsDep
 ) -> Response:
+    """409 naming the routes (``webhook/route``) that still run it."""
     await transformations.delete(principal.username, trf)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 

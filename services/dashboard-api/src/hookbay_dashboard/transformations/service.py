@@ -11,8 +11,18 @@ from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
 from hookbay_common.configlog import ConfigPublisher
-from hookbay_common.db import EventRepository, TransformationRepository, UserRepository
-from hookbay_common.errors import EventNotFound, InvalidField, PayloadTooLarge
+from hookbay_common.db import (
+    EventRepository,
+    TransformationRepository,
+    UserRepository,
+    WebhookRepository,
+)
+from hookbay_common.errors import (
+    EventNotFound,
+    InvalidField,
+    PayloadTooLarge,
+    TransformationInUse,
+)
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Event, Transformation
 from hookbay_dashboard.destinations.schemas import SECRET_MASK
@@ -37,6 +47,7 @@ class TransformationService:
         transformations: TransformationRepository,
         users: UserRepository,
         events: EventRepository,
+        webhooks: WebhookRepository,
         sandbox: Sandbox,
         *,
         publisher: ConfigPublisher | None = None,
@@ -44,6 +55,7 @@ class TransformationService:
         self._transformations = transformations
         self._users = users
         self._events = events
+        self._webhooks = webhooks
         self._sandbox = sandbox
         self._publisher = publisher
 
@@ -113,9 +125,23 @@ class TransformationService:
         return await self._published(updated)
 
     async def delete(self, username: str, name: str) -> None:
+        """``TransformationInUse`` (409, naming them) while routes run it."""
+        await self._transformations.require(username, name)
+        users = await self.routes_using(username, name)
+        if users:
+            raise TransformationInUse(name, users)
         await self._transformations.delete(username, name)
         if self._publisher is not None:
             await self._publisher.transformation_deleted(username, name)
+
+    async def routes_using(self, username: str, name: str) -> list[str]:
+        """``webhook/route`` of every route of the owner's that runs ``name``."""
+        return [
+            f"{webhook.name}/{route.name}"
+            for webhook in await self._webhooks.list_for_owner(username)
+            for route in webhook.routes
+            if route.transform == name
+        ]
 
     async def test(self, username: str, name: str, write: TransformationTest) -> TransformResult:
         """Run the stored code with its env on ``write``'s request or event (one of the

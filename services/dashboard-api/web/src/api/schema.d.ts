@@ -613,7 +613,10 @@ export interface paths {
         get: operations["get_transformation_api_v1_transformations__trf__get"];
         put?: never;
         post?: never;
-        /** Delete Transformation */
+        /**
+         * Delete Transformation
+         * @description 409 naming the routes (``webhook/route``) that still run it.
+         */
         delete: operations["delete_transformation_api_v1_transformations__trf__delete"];
         options?: never;
         head?: never;
@@ -949,7 +952,9 @@ export interface paths {
          * Dry Run Route
          * @description Judge the saved route (or ``route``, an unsaved one: the path's route then needs not
          *     exist) against the webhook's ``last`` newest stored events: per event, matched or not and
-         *     why. Nothing is delivered or recorded.
+         *     why, and for a route with a ``transform``, the request its transformation makes of each
+         *     of the newest 20 matched events (or its error and logs). Nothing is delivered or
+         *     recorded.
          */
         post: operations["dry_run_route_api_v1_webhooks__name__routes__route__dry_run_post"];
         delete?: never;
@@ -1306,6 +1311,8 @@ export interface components {
              */
             route: string;
             status: components["schemas"]["DeliveryStatus"];
+            /** @description The route's transformation on the latest attempt (or its failure); null when the route runs none. */
+            transform?: components["schemas"]["TransformTraceRead"] | null;
             /**
              * Updated At
              * Format: date-time
@@ -1498,6 +1505,8 @@ export interface components {
             reason: string | null;
             /** Request Id */
             request_id: string;
+            /** @description The route's transformation run on the event (a matched event of a route with a transform only; the newest 20 such events). */
+            transform?: components["schemas"]["DryRunTransform"] | null;
         };
         /** DryRunRequest */
         DryRunRequest: {
@@ -1533,6 +1542,26 @@ export interface components {
             saved: boolean;
             /** Webhook */
             webhook: string;
+        };
+        /**
+         * DryRunTransform
+         * @description What the route's transformation made of one matched event, as its delivery would
+         *     send it (nothing is sent).
+         */
+        DryRunTransform: {
+            /** @description Why the code failed (its kind, message, line and column); null when it returned a request. The delivery would be transform_failed. */
+            error: components["schemas"]["TestError"] | null;
+            /**
+             * Logs
+             * @description What the code printed (100 lines, 8 KiB at most).
+             */
+            logs: string[];
+            /** @description The request the destination would receive; null when the code failed. */
+            request: components["schemas"]["RequestBody"] | null;
+            /** Transformation */
+            transformation: string;
+            /** Version */
+            version: number;
         };
         /** EventCounts */
         EventCounts: {
@@ -2224,14 +2253,15 @@ export interface components {
             position?: number | null;
             /**
              * Transform
-             * @description Only null: transformations are not available yet.
+             * @description The name of one of your transformations, run on each delivery before it is sent (docs/owners/transformations.md); null: none. A name you have no transformation of is a 422 naming transform.
              */
-            transform?: unknown;
+            transform?: string | null;
         };
         /**
          * RouteDraft
-         * @description An unsaved route to try: only its filter and ``enabled`` decide; its destination, if
-         *     given, is not looked up.
+         * @description An unsaved route to try: its filter and ``enabled`` decide; its ``transform`` (one of
+         *     your transformations) runs on each matched event; its destination, if given, is not
+         *     looked up.
          */
         RouteDraft: {
             /**
@@ -2262,9 +2292,9 @@ export interface components {
             name?: string | null;
             /**
              * Transform
-             * @description Only null: transformations are not available yet.
+             * @description The name of one of your transformations, run on each delivery before it is sent (docs/owners/transformations.md); null: none. A name you have no transformation of is a 422 naming transform.
              */
-            transform?: unknown;
+            transform?: string | null;
         };
         /** RouteRead */
         RouteRead: {
@@ -2294,8 +2324,11 @@ export interface components {
              * @description Place in the webhook's order, 0 first.
              */
             position: number;
-            /** Transform */
-            transform?: null;
+            /**
+             * Transform
+             * @description The transformation the route runs, or null.
+             */
+            transform: string | null;
             /**
              * Updated At
              * Format: date-time
@@ -2306,7 +2339,8 @@ export interface components {
         };
         /**
          * RouteUpdate
-         * @description Only the fields sent change: ``"filter": null`` removes the filter, ``position`` moves
+         * @description Only the fields sent change: ``"filter": null`` removes the filter, ``"transform":
+         *     null`` the transformation, ``position`` moves
          *     the route (0: first). ``destination`` and ``enabled`` cannot be null; the name stays.
          */
         RouteUpdate: {
@@ -2335,9 +2369,9 @@ export interface components {
             position?: number | null;
             /**
              * Transform
-             * @description Only null: transformations are not available yet.
+             * @description The name of one of your transformations, run on each delivery before it is sent (docs/owners/transformations.md); null: none. A name you have no transformation of is a 422 naming transform.
              */
-            transform?: unknown;
+            transform?: string | null;
         };
         /**
          * SignatureEncoding
@@ -2571,6 +2605,32 @@ export interface components {
             last_used_at: string | null;
             /** Name */
             name: string;
+        };
+        /**
+         * TransformTraceRead
+         * @description What the route's transformation did for a delivery (docs/owners/transformations.md).
+         */
+        TransformTraceRead: {
+            /**
+             * Body Sha256
+             * @description SHA-256 (hex) of the body it produced and was sent; null when it failed.
+             */
+            body_sha256: string | null;
+            /**
+             * Logs
+             * @description What its console printed, at most 100 lines and 8 KiB (a last line says how many were left out).
+             */
+            logs: string[];
+            /**
+             * Name
+             * @description The transformation.
+             */
+            name: string;
+            /**
+             * Version
+             * @description The version that ran (0: it did not run).
+             */
+            version: number;
         };
         /** TransformationCreate */
         TransformationCreate: {

@@ -46,6 +46,7 @@ export type RouteCreate = S["RouteCreate"];
 export type RouteDraft = S["RouteDraft"];
 export type DryRunResult = S["DryRunResult"];
 export type DryRunEvent = S["DryRunEvent"];
+export type Transformation = S["TransformationRead"];
 
 export type Issue = S["IssueRead"];
 export type IssueStatus = S["IssueStatus"];

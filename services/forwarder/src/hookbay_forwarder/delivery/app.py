@@ -29,6 +29,7 @@ from hookbay_common.db import (
     DestinationRepository,
     HoldRepository,
     IssueRepository,
+    TransformationRepository,
     WebhookRepository,
 )
 from hookbay_common.db import client as db_client
@@ -48,11 +49,13 @@ from hookbay_forwarder.gateway.deliver import DestinationDelivery
 from hookbay_forwarder.gateway.feed import LaneFeed
 from hookbay_forwarder.gateway.health import DestinationHealth
 from hookbay_forwarder.gateway.lanes import Lanes
+from hookbay_forwarder.gateway.transform import LazyPool, TransformStep
 from hookbay_forwarder.metrics import (
     BreakerMetrics,
     ForwarderMetrics,
     LaneMetrics,
     RoutingViewMetrics,
+    TransformMetrics,
 )
 from hookbay_forwarder.process import (
     EXIT_DEAD_LETTER_LIMIT,
@@ -66,6 +69,7 @@ from hookbay_forwarder.process import (
 from hookbay_forwarder.routing.router import Router
 from hookbay_forwarder.routing.view import RoutingView
 from hookbay_forwarder.settings import ForwarderSettings
+from hookbay_sandbox import TransformPool
 
 log = get_logger("hookbay.forwarder")
 
@@ -117,12 +121,21 @@ class Forwarder:
             RoutingViewMetrics(self.metrics.registry),
             on_destination=self._destination_changed,
             on_destination_deleted=self._destination_deleted,
+            transformations=TransformationRepository(db, box),
+            on_transformation=lambda t: self.transform.changed(t),
         )  # fmt: skip
         self.handlers.router = Router(self.view, self.handlers.write, self.topics)
         self.alert_http = httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self.notifier = create_notifier(
             AlertChannelRepository(db, box), settings, self.alert_http, self.metrics.registry
         )
+        self.sandbox = LazyPool(  # no worker until a route runs a transformation
+            lambda: TransformPool(size=settings.transform_workers)
+        )
+        self.transform = TransformStep(
+            self.view, self.sandbox, issues=IssueTracker(IssueRepository(db), self.notifier),
+            metrics=TransformMetrics(self.metrics.registry),
+        )  # fmt: skip
         self.health = DestinationHealth(
             self.view,
             DestinationStates(
@@ -134,6 +147,7 @@ class Forwarder:
             DestinationDelivery(
                 self.view, self.deliverer, self.handlers.write, self.topics,
                 schedule=settings.retry_schedule, jitter=settings.retry_jitter,
+                transform=self.transform,
             ),
             lambda destination_id: lane_config(self.view.destination_by_id(destination_id)),
             HoldRepository(db),
@@ -253,6 +267,8 @@ class Forwarder:
                 self.events.drain(grace), self.tasks.drain(grace), self.deliveries.drain(grace)
             )
         await self.health.close(grace)  # the last transitions' states, before the producer goes
+        await self.transform.close()
+        await self.sandbox.close()  # after the lanes: no call waits for a worker any more
         for consumer in (self.events.consumer, self.tasks.consumer, self.deliveries.consumer):
             await closed(consumer.stop(), "consumer")
         await self.view.stop()

@@ -27,7 +27,7 @@ from aiohttp.resolver import ThreadedResolver
 from hookbay_common.clock import utcnow
 from hookbay_common.headers import forwardable, join_headers
 from hookbay_common.ids import IdPrefix, new_id
-from hookbay_common.models import Attempt, DeliveryTask
+from hookbay_common.models import Attempt, DeliveryTask, TransformTrace
 from hookbay_common.netguard import DestinationNotAllowed, check_url_shape, is_public
 
 RESPONSE_BODY_LIMIT = 64 * 1024
@@ -51,10 +51,14 @@ class Outcome:
     error: str | None = None
     blocked: bool = False
 
-    def attempt(self, task: DeliveryTask, delay: float | None, **routing: str | None) -> Attempt:
+    def attempt(
+        self, task: DeliveryTask, delay: float | None, *,
+        transform: TransformTrace | None = None, **routing: str | None,
+    ) -> Attempt:  # fmt: skip
         """The attempt record of ``task`` that saw this outcome; ``delay``: seconds until the
         next attempt (``None``: the chain ends); ``routing``: a routed delivery's
-        ``delivery_id``, ``route`` and ``destination``."""
+        ``delivery_id``, ``route`` and ``destination``; ``transform``: what its route's
+        transformation did."""
         return Attempt(
             id=new_id(IdPrefix.ATTEMPT), event_id=task.event.id, username=task.event.username,
             webhook_id=task.event.webhook_id, chain_id=task.chain_id, number=task.number,
@@ -63,7 +67,7 @@ class Outcome:
             response_body=self.body, response_body_truncated=self.truncated,
             latency_ms=self.latency_ms, error=self.error, will_retry=delay is not None,
             next_retry_at=self.started_at + timedelta(seconds=delay) if delay is not None else None,
-            **routing,
+            transform=transform, **routing,
         )  # fmt: skip
 
 

@@ -5,7 +5,9 @@ its own ``Lane`` (``lane``): its concurrency, rate (``bucket``) and state (``con
 cannot take in the hold store (``hookbay_common.db.HoldRepository``) and draining it in order.
 Time comes from an injected ``Clock`` (``clock``). ``breaker``: a destination's circuit breaker,
 which every start of a lane asks first; its transitions hold or drain the lane and tell the
-caller to pause, resume or disable the destination. docs/architecture.md, "Delivery lanes".
+caller to pause, resume or disable the destination. ``transform``: a route's transformation,
+run in the sandbox before each attempt (``TransformStep``; imported from its module, as
+``deliver`` is). docs/architecture.md, "Delivery lanes".
 """
 
 from hookbay_common.models import RatePeriod

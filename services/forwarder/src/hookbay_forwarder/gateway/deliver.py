@@ -13,7 +13,9 @@ lane waits out any remainder (a destination's own schedule need not match the ti
 shorter than every tier goes straight back to the deliveries topic.
 
 A destination deleted since the task was made: the delivery fails with that reason (and no
-request goes out: ``Delivered.attempted`` is false).
+request goes out: ``Delivered.attempted`` is false). A route that runs a transformation
+(``transform``, ``gateway.transform``) has it run first: its request is sent instead, and its
+trace rides on the attempt; a failing one ends the delivery ``transform_failed`` (not attempted).
 
 What the destination answered goes back to the lane (``Delivered``) for its circuit breaker: the
 status (``None`` when no answer came, a refused address included) and a 429's or 503's
@@ -59,6 +61,7 @@ from hookbay_forwarder.delivery.retry import (
 )
 from hookbay_forwarder.gateway.clock import Clock, SystemClock
 from hookbay_forwarder.gateway.lanes import Delivered
+from hookbay_forwarder.gateway.transform import TransformFailed, TransformStep
 from hookbay_forwarder.writes import Message
 
 log = get_logger("hookbay.forwarder")
@@ -85,8 +88,10 @@ class DestinationDelivery:
         rng: random.Random | None = None,
         clock: Clock | None = None,
         delivering_after: float = DELIVERING_AFTER,
+        transform: TransformStep | None = None,
     ) -> None:
         self._view = view
+        self._transform = transform
         self._clock = clock or SystemClock()
         self._delivering_after = delivering_after
         self._deliverer = deliverer
@@ -107,11 +112,19 @@ class DestinationDelivery:
             event=task.event, chain_id=task.chain_id, trigger=task.trigger,
             number=task.attempt, url=destination.url, not_before=task.not_before,
         )  # fmt: skip
+        prepared = None
+        if self._transform is not None and self._transform.applies(task):
+            prepared = await self._transform.prepare(task)
+        if isinstance(prepared, TransformFailed):
+            await self._write([prepared.record(task, destination.name, self._topics)])
+            return Delivered("transform_failed", status=None, attempted=False)
+        if prepared is not None:
+            request = prepared.apply(request)
         outcome = await self._attempt(task, destination, request)
         delay = self._next_delay(destination, task, outcome)
         attempt = outcome.attempt(
             request, delay, delivery_id=task.delivery_id, route=task.route,
-            destination=destination.name,
+            destination=destination.name, transform=prepared.trace if prepared else None,
         )  # fmt: skip
         key = task.event.id.encode()
         messages = [Message(self._topics.attempts, encode_attempt(attempt), key)]

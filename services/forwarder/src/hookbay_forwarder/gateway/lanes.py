@@ -82,7 +82,7 @@ class Delivered:
     """What one call of the deliver function did."""
 
     outcome: str
-    """For metrics: ``success``, ``retry`` or ``failed``."""
+    """For metrics: ``success``, ``retry``, ``failed`` or ``transform_failed``."""
     status: int | None = 200
     """The destination's answer; ``None``: none came (a network error, a timeout, a refused
     address)."""

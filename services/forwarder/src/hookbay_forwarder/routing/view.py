@@ -1,14 +1,17 @@
-"""The routing view: the webhooks that have routes, and every destination, in memory, kept
-current by the configuration change log.
+"""The routing view: the webhooks that have routes, every destination and every
+transformation, in memory, kept current by the configuration change log.
 
 What the router asks (``webhook()``, ``destination()``) and the lanes ask
-(``destination_by_id()``) is answered from here:
+(``destination_by_id()``; ``route_transform()`` and ``transformation()`` for a route that runs
+a transformation) is answered from here:
 
 1. **The view.** Loaded from MongoDB at start and kept current by the change log
    (``Topics.config``, ``hookbay_common.configlog``, read with ``hookbay_common.changelog``), which
    every writer publishes to after its MongoDB write. A webhook without routes is not held (the
    router only asks about routed webhooks); users are skipped. Destinations are indexed by
-   (owner, name) and by id.
+   (owner, name) and by id, transformations by (owner, name); the webhooks with a route that
+   runs a transformation are kept as a set, so that ``route_transform()`` costs one set lookup
+   for every other delivery.
 2. **Read-through on a miss.** The router only asks for what its events name, so a miss means
    the view is behind: it waits for the change log's end (``ChangeLog.sync``), looks again, and
    then reads MongoDB (one query per key at a time; concurrent misses for one key share it). A
@@ -26,7 +29,8 @@ log touched a key leaves that key alone.
 ``on_destination(destination)`` is called whenever a destination enters the view or changes in it
 (the load at start included; change log, reconciliation, read-through),
 ``on_destination_deleted(destination_id)`` whenever one leaves it (deleted, or its name now holds
-a destination of another id).
+a destination of another id); ``on_transformation(transformation)`` whenever a transformation
+enters the view or changes in it.
 """
 
 from __future__ import annotations
@@ -39,17 +43,24 @@ from typing import TypeVar
 from pymongo.errors import PyMongoError
 
 from hookbay_common.changelog import RECONNECT_INTERVAL, ChangeLog
-from hookbay_common.configlog import ConfigChange, ConfigKey, Entity, destination_key, webhook_key
-from hookbay_common.db import DestinationRepository, WebhookRepository
+from hookbay_common.configlog import (
+    ConfigChange,
+    ConfigKey,
+    Entity,
+    destination_key,
+    transformation_key,
+    webhook_key,
+)
+from hookbay_common.db import DestinationRepository, TransformationRepository, WebhookRepository
 from hookbay_common.logs import get_logger
-from hookbay_common.models import Destination, Webhook
+from hookbay_common.models import Destination, Transformation, Webhook
 from hookbay_forwarder.delivery.consumer import TryAgainLater
 from hookbay_forwarder.metrics import RoutingViewMetrics
 
 log = get_logger("hookbay.forwarder.routing.view")
-Record = Webhook | Destination
+Record = Webhook | Destination | Transformation
 T = TypeVar("T")
-_HELD = frozenset({Entity.WEBHOOK.value, Entity.DESTINATION.value})
+_HELD = frozenset({Entity.WEBHOOK.value, Entity.DESTINATION.value, Entity.TRANSFORMATION.value})
 """The change log's entities routing needs; users are skipped."""
 
 
@@ -69,9 +80,15 @@ class RoutingView:
         reconcile_interval: float = 60.0,
         on_destination: Callable[[Destination], None] | None = None,
         on_destination_deleted: Callable[[str], None] | None = None,
+        transformations: TransformationRepository | None = None,
+        on_transformation: Callable[[Transformation], None] | None = None,
     ) -> None:
+        """Without ``transformations`` (a repository), no transformation is loaded from
+        MongoDB or read through; the change log's still join the view."""
         self._webhooks_repo = webhooks
         self._destinations_repo = destinations
+        self._transformations_repo = transformations
+        self._on_transformation = on_transformation
         self._changes = changes
         self._metrics = metrics
         self._reconcile_interval = reconcile_interval
@@ -80,6 +97,9 @@ class RoutingView:
         self._webhooks: dict[tuple[str, str], Webhook] = {}
         self._destinations: dict[tuple[str, str], Destination] = {}
         self._by_id: dict[str, Destination] = {}
+        self._transformations: dict[tuple[str, str], Transformation] = {}
+        self._transforming: set[tuple[str, str]] = set()
+        """The held webhooks with a route that runs a transformation."""
         self._inflight: dict[ConfigKey, asyncio.Task[Record | None]] = {}
         self._generation = 0
         self._touched: dict[ConfigKey, int] = {}  # key -> generation of its last change
@@ -105,6 +125,30 @@ class RoutingView:
 
     def destination_by_id(self, destination_id: str) -> Destination | None:
         return self._by_id.get(destination_id)
+
+    async def transformation(self, username: str, name: str) -> Transformation | None:
+        transformation = self._transformations.get((username, name))
+        if transformation is not None:
+            return transformation
+        found = await self._miss(transformation_key(username, name))
+        return found if isinstance(found, Transformation) else None
+
+    def may_transform(self, username: str, webhook: str) -> bool:
+        """False when ``webhook`` is held and none of its routes runs a transformation (one dict
+        and one set lookup, no await); True when one may (``route_transform`` then says)."""
+        names = (username, webhook)
+        return names in self._transforming or names not in self._webhooks
+
+    async def route_transform(self, username: str, webhook: str, route: str) -> str | None:
+        """The name of the transformation route ``route`` of ``webhook`` runs (``None``: none,
+        or no such route). A set lookup for a held webhook none of whose routes transforms."""
+        names = (username, webhook)
+        held = self._webhooks.get(names)
+        if held is not None and names not in self._transforming:
+            return None
+        found = held or await self.webhook(username, webhook)
+        chosen = found.route(route) if found is not None else None
+        return chosen.transform if chosen is not None else None
 
     @property
     def following(self) -> bool:
@@ -140,6 +184,10 @@ class RoutingView:
         try:
             if key[0] == Entity.WEBHOOK:
                 return await self._webhooks_repo.get(key[1], key[2])
+            if key[0] == Entity.TRANSFORMATION:
+                if self._transformations_repo is None:
+                    return None
+                return await self._transformations_repo.get(key[1], key[2])
             return await self._destinations_repo.get(key[1], key[2])
         except PyMongoError as exc:
             log.warning("routing_view_read_through_failed", entity=key[0], error=type(exc).__name__)
@@ -150,6 +198,8 @@ class RoutingView:
     def _get(self, key: ConfigKey) -> Record | None:
         if key[0] == Entity.WEBHOOK:
             return self._webhooks.get((key[1], key[2]))
+        if key[0] == Entity.TRANSFORMATION:
+            return self._transformations.get((key[1], key[2]))
         return self._destinations.get((key[1], key[2]))
 
     def _put(self, key: ConfigKey, record: Record | None) -> None:
@@ -157,8 +207,16 @@ class RoutingView:
         if key[0] == Entity.WEBHOOK:
             if isinstance(record, Webhook) and record.routes:
                 self._webhooks[names] = record
+                if any(route.transform for route in record.routes):
+                    self._transforming.add(names)
+                else:
+                    self._transforming.discard(names)
             else:  # gone, or without routes: nothing to route
                 self._webhooks.pop(names, None)
+                self._transforming.discard(names)
+            return
+        if key[0] == Entity.TRANSFORMATION:
+            self._put_transformation(names, record)
             return
         held = self._destinations.get(names)
         destination = record if isinstance(record, Destination) else None
@@ -171,6 +229,14 @@ class RoutingView:
             self._destinations[names] = destination
             self._by_id[destination.id] = destination
             self._notify(self._on_destination, destination)
+
+    def _put_transformation(self, names: tuple[str, str], record: Record | None) -> None:
+        held = self._transformations.get(names)
+        if not isinstance(record, Transformation):
+            self._transformations.pop(names, None)
+        elif record != held:
+            self._transformations[names] = record
+            self._notify(self._on_transformation, record)
 
     def _forget_id(self, destination: Destination) -> None:
         """``destination`` left its name; its id leaves the view unless another name holds it
@@ -203,7 +269,7 @@ class RoutingView:
         current = self._get(change.key)
         if current is not None and current.updated_at > change.at:
             return  # an older change published late: the view holds something newer
-        self._put(change.key, change.webhook or change.destination)
+        self._put(change.key, change.webhook or change.destination or change.transformation)
         self._metrics.changes_applied.inc()
 
     # --- reconciliation ------------------------------------------------------------------------
@@ -221,8 +287,14 @@ class RoutingView:
             (destination_key(d.username, d.name), d)
             for d in await self._destinations_repo.list_all()
         )
+        if self._transformations_repo is not None:
+            snapshot.update(
+                (transformation_key(t.username, t.name), t)
+                for t in await self._transformations_repo.list_all()
+            )
         held: list[ConfigKey] = [webhook_key(*names) for names in self._webhooks]
         held += [destination_key(*names) for names in self._destinations]
+        held += [transformation_key(*names) for names in self._transformations]
         repairs = 0
         for key in {*snapshot, *held}:
             if self._touched.get(key, 0) > started:

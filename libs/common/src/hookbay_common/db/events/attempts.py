@@ -21,7 +21,7 @@ def attempt_to_document(attempt: Attempt, event_page: int | None = None) -> dict
     doc = attempt.model_dump(mode="python", exclude={"id", "response_headers", "response_body"})
     doc.update(body_to_document("response_body", attempt.response_body))
     doc.update(_id=attempt.id, response_headers=headers_to_document(attempt.response_headers))
-    for routing in ("delivery_id", "route", "destination"):  # a forward_url attempt: as before
+    for routing in ("delivery_id", "route", "destination", "transform"):  # as before, unset
         if doc[routing] is None:
             del doc[routing]
     if event_page is not None:

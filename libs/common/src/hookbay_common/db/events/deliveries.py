@@ -1,7 +1,9 @@
 """An event's deliveries, kept in its head as ``deliveries``: one JSON text holding the latest
 state of each delivery, ``{"<delivery id>": [route, destination, status, reason, at ms]}``, plus
 the record's attempt chain as a sixth item when it is not the delivery's first
-(``Delivery.first_chain``: the delivery was retried on its own).
+(``Delivery.first_chain``: the delivery was retried on its own; ``null`` otherwise when a
+seventh follows), and its transformation's trace (``TransformTrace`` as a map) as a seventh
+when it has one.
 
 In the head rather than a collection of their own (``docs/decisions.md``, "Deliveries"): the
 recorder moves an event's status from all its deliveries at once, so it reads and writes the
@@ -18,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hookbay_common.clock import epoch_ms, from_epoch_ms
-from hookbay_common.models import Delivery, DeliveryStatus
+from hookbay_common.models import Delivery, DeliveryStatus, TransformTrace
 
 DELIVERIES_FIELD = "deliveries"
 
@@ -34,8 +36,11 @@ def encode_deliveries(deliveries: Mapping[str, Delivery]) -> str:
 
 def _stored(d: Delivery) -> list[Any]:
     stored: list[Any] = [d.route, d.destination, d.status.value, d.reason, epoch_ms(d.at)]
-    if d.chain is not None and d.chain != d.first_chain:
-        stored.append(d.chain)
+    chain = d.chain if d.chain is not None and d.chain != d.first_chain else None
+    if chain is not None or d.transform is not None:
+        stored.append(chain)
+    if d.transform is not None:
+        stored.append(d.transform.model_dump(mode="json"))
     return stored
 
 
@@ -45,14 +50,13 @@ def decode_deliveries(head: Mapping[str, Any]) -> dict[str, Delivery]:
     if not text:
         return {}
     found = {}
-    for delivery_id, (route, destination, status, reason, at_ms, *chain) in json.loads(
-        text
-    ).items():
+    for delivery_id, (route, destination, status, reason, at_ms, *rest) in json.loads(text).items():
         found[delivery_id] = Delivery(
             id=delivery_id, event_id=head["_id"], webhook_id=head.get("webhook_id", ""),
             username=head.get("username", ""), route=route, destination=destination,
             status=DeliveryStatus(status), reason=reason, at=from_epoch_ms(at_ms),
-            chain=chain[0] if chain else None,
+            chain=rest[0] if rest else None,
+            transform=TransformTrace.model_validate(rest[1]) if len(rest) > 1 else None,
         )  # fmt: skip
     return found
 

@@ -7,7 +7,7 @@ import { Button, ErrorText, inputClass } from "../../components/ui";
 import { announce } from "../../lib/announce";
 import { nameProblem } from "../../pages/Webhooks";
 import { destinationsQuery, forwardWebhook } from "../destinations/api";
-import { dryRunQuery } from "./api";
+import { dryRunQuery, transformationsQuery } from "./api";
 import { DryRunPanel } from "./DryRunPanel";
 import { parseFilter } from "./json";
 
@@ -31,9 +31,9 @@ function filterRefusal(error: unknown, ...prefix: string[]): string | null {
     : found.msg;
 }
 
-/** Create (no `route`) or edit a route of `webhook`: destination, enabled, the filter as JSON
- * (syntax checked here as you type, its meaning by the server through a debounced dry run of
- * the unsaved route) and the dry-run panel. */
+/** Create (no `route`) or edit a route of `webhook`: destination, transformation, enabled, the
+ * filter as JSON (syntax checked here as you type, its meaning by the server through a debounced
+ * dry run of the unsaved route) and the dry-run panel. */
 export function RouteEditor({
   webhook,
   route,
@@ -45,10 +45,12 @@ export function RouteEditor({
 }) {
   const client = useQueryClient();
   const destinations = useQuery(destinationsQuery);
+  const transformations = useQuery(transformationsQuery);
   const creating = route === null;
   const [name, setName] = useState(route?.name ?? "");
   const [destination, setDestination] = useState(route?.destination ?? "");
   const [enabled, setEnabled] = useState(route?.enabled ?? true);
+  const [transform, setTransform] = useState(route?.transform ?? "");
   const [text, setText] = useState(route?.filter ? JSON.stringify(route.filter, null, 2) : "");
   const [last, setLast] = useState(20);
   const [touched, setTouched] = useState(false);
@@ -72,13 +74,24 @@ export function RouteEditor({
         ? call(() =>
             api.POST("/api/v1/webhooks/{name}/routes", {
               params: { path: { name: webhook } },
-              body: { name, destination: destinationChoice, enabled, filter },
+              body: {
+                name,
+                destination: destinationChoice,
+                enabled,
+                filter,
+                transform: transform || null,
+              },
             }),
           )
         : call(() =>
             api.PATCH("/api/v1/webhooks/{name}/routes/{route}", {
               params: { path: { name: webhook, route: route.name } },
-              body: { destination: destinationChoice, enabled, filter },
+              body: {
+                destination: destinationChoice,
+                enabled,
+                filter,
+                transform: transform || null,
+              },
             }),
           );
     },
@@ -92,6 +105,7 @@ export function RouteEditor({
   const localName = creating && touched ? nameProblem(name) : null;
   const nameRefusal = localName ?? fieldProblem(save.error, "name");
   const destinationRefusal = fieldProblem(save.error, "destination");
+  const transformRefusal = fieldProblem(save.error, "transform");
   // the newest word on the filter: the syntax while it does not parse, else the server's
   // verdict on the text it last saw (the dry run), else the save's refusal
   const filterProblem = !parsed.ok
@@ -100,7 +114,7 @@ export function RouteEditor({
       filterRefusal(save.error, "filter"));
   const checking = parsed.ok && (settled !== text || probe.isFetching);
   const others = fieldProblems(save.error).filter(
-    (p) => !["name", "destination", "filter"].includes(String(p.loc[0])),
+    (p) => !["name", "destination", "filter", "transform"].includes(String(p.loc[0])),
   );
 
   return (
@@ -166,6 +180,36 @@ export function RouteEditor({
           {destinationRefusal && (
             <span id={`${ids.name}-dest-problem`} className="text-bad">
               {destinationRefusal}
+            </span>
+          )}
+        </div>
+        <div className="flex flex-col gap-1 text-sm">
+          <label htmlFor={`${ids.name}-transform`} className="font-medium">
+            Transformation
+          </label>
+          <select
+            id={`${ids.name}-transform`}
+            className={inputClass}
+            value={transform}
+            onChange={(e) => setTransform(e.target.value)}
+            aria-invalid={transformRefusal !== null}
+            aria-describedby={transformRefusal ? `${ids.name}-transform-problem` : undefined}
+          >
+            <option value="">None</option>
+            {(transformations.data ?? []).map((t) => (
+              <option key={t.id} value={t.name}>
+                {t.name} (v{t.version})
+              </option>
+            ))}
+            {transform !== "" &&
+              transformations.data !== undefined &&
+              !transformations.data.some((t) => t.name === transform) && (
+                <option value={transform}>{transform}</option>
+              )}
+          </select>
+          {transformRefusal && (
+            <span id={`${ids.name}-transform-problem`} className="text-bad">
+              {transformRefusal}
             </span>
           )}
         </div>

@@ -87,6 +87,7 @@ export function Routes() {
               <th className="p-2">Destination</th>
               <th className="p-2">Enabled</th>
               <th className="p-2">Filter</th>
+              <th className="p-2">Transformation</th>
               <th className="p-2">
                 <span className="sr-only">Actions</span>
               </th>
@@ -119,6 +120,7 @@ export function Routes() {
                 >
                   {filterSummary(r.filter)}
                 </td>
+                <td className="p-2">{r.transform ?? <span className="text-muted">—</span>}</td>
                 <td className="p-2">
                   <div className="flex flex-wrap justify-end gap-1">
                     <Button

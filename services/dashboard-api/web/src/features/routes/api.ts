@@ -1,6 +1,6 @@
 import { queryOptions } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
-import type { DryRunResult, Route } from "../../api/types";
+import type { DryRunResult, Route, Transformation } from "../../api/types";
 
 export function routesQuery(webhook: string) {
   return queryOptions({
@@ -11,6 +11,12 @@ export function routesQuery(webhook: string) {
       ),
   });
 }
+
+/** The caller's transformations, which a route may run. */
+export const transformationsQuery = queryOptions({
+  queryKey: ["transformations"],
+  queryFn: (): Promise<Transformation[]> => call(() => api.GET("/api/v1/transformations")),
+});
 
 /** An unsaved route (its filter and enabled flag) judged against the webhook's `last` newest
  * events; `route` only names the proposal (it needs not exist). */
