@@ -28,6 +28,21 @@ def _rate(text: str) -> dict[str, Any]:
     return {"count": int(count), "period": period.strip()}
 
 
+_DELAY_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def _delay(text: str) -> int:
+    """A route's delay in whole seconds: ``30s``, ``5m``, ``2h`` or a number of seconds. The
+    server checks the range (0..86400)."""
+    raw = text.strip().lower()
+    number, unit = (raw[:-1], raw[-1]) if raw[-1:] in _DELAY_UNITS else (raw, "s")
+    if not number.isdigit():
+        raise click.BadParameter(
+            f"{text!r}: give e.g. 30s, 5m, 2h or a number of seconds", param_hint="--delay"
+        )
+    return int(number) * _DELAY_UNITS[unit]
+
+
 def _schedule(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -236,6 +251,7 @@ filter_options = _options(
 
 def _route_line(r: dict[str, Any]) -> str:
     off = ", disabled" if not r["enabled"] else ""
+    off += f", delayed {r['delay_s']}s" if r.get("delay_s") else ""
     via = f" via {r['transform']}" if r.get("transform") else ""
     return f"{r['webhook']}/{r['name']}{via} → {r['destination']} (position {r['position']}{off})"
 
@@ -243,6 +259,11 @@ def _route_line(r: dict[str, Any]) -> str:
 transform_option = click.option(
     "--transform", default=None, metavar="NAME",
     help="Run your transformation NAME on each delivery before it is sent.",
+)  # fmt: skip
+delay_option = click.option(
+    "--delay", "delay_s", default=None, metavar="DELAY", type=_delay,
+    help="Deliver each event this long after it arrived: 30s, 5m, 2h or seconds (up to 24h; "
+    "0: at once).",
 )  # fmt: skip
 
 
@@ -260,8 +281,9 @@ def route_list(webhook: str, as_json: bool) -> None:
     found = _run(lambda c: _get(c, _routes(webhook)))
     rows = [[str(r["position"]), r["name"], r["destination"], "yes" if r["enabled"] else "no",
              json.dumps(r["filter"]) if r["filter"] is not None else "-",
-             r.get("transform") or "-"] for r in found]  # fmt: skip
-    head = ["#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM"]
+             r.get("transform") or "-", f"{r['delay_s']}s" if r.get("delay_s") else "-"]
+            for r in found]  # fmt: skip
+    head = ["#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM", "DELAY"]
     _emit(found, as_json, lambda _: _table(rows, head))
 
 
@@ -281,14 +303,15 @@ def route_show(webhook: str, name: str, as_json: bool) -> None:
 @click.option("--destination", required=True, help="The destination's name.")
 @filter_options
 @transform_option
+@delay_option
 @click.option("--disabled", is_flag=True, help="Create it disabled.")
 @click.option("--position", type=click.IntRange(min=0), default=None,
               help="Where in the order (0: first; default: last).")  # fmt: skip
 @json_flag
 def route_create(
     webhook: str, name: str, destination: str, filter_text: str | None,
-    filter_file: str | None, transform: str | None, disabled: bool, position: int | None,
-    as_json: bool,
+    filter_file: str | None, transform: str | None, delay_s: int | None, disabled: bool,
+    position: int | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Add route NAME to WEBHOOK."""
     body: dict[str, Any] = {"name": name, "destination": destination, "enabled": not disabled}
@@ -297,6 +320,8 @@ def route_create(
         body["filter"] = spec
     if transform is not None:
         body["transform"] = transform
+    if delay_s is not None:
+        body["delay_s"] = delay_s
     if position is not None:
         body["position"] = position
     created = _run(lambda c: _call(c, "POST", _routes(webhook), body))
@@ -311,20 +336,23 @@ def route_create(
 @click.option("--no-filter", is_flag=True, help="Take every event.")
 @transform_option
 @click.option("--no-transform", is_flag=True, help="Run no transformation.")
+@delay_option
 @click.option("--enable/--disable", "enabled", default=None, help="Turn the route on or off.")
 @click.option("--position", type=click.IntRange(min=0), default=None, help="Move it (0: first).")
 @json_flag
 def route_set(
     webhook: str, name: str, destination: str | None, filter_text: str | None,
     filter_file: str | None, no_filter: bool, transform: str | None, no_transform: bool,
-    enabled: bool | None, position: int | None, as_json: bool,
+    delay_s: int | None, enabled: bool | None, position: int | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Change route NAME of WEBHOOK."""
     spec = _filter(filter_text, filter_file)
     if spec is not None and no_filter:
         raise click.UsageError("--filter and --no-filter exclude each other")
     body: dict[str, Any] = {}
-    for key, value in (("destination", destination), ("enabled", enabled), ("position", position)):
+    given = (("destination", destination), ("enabled", enabled), ("delay_s", delay_s),
+             ("position", position))  # fmt: skip
+    for key, value in given:
         if value is not None:
             body[key] = value
     if spec is not None or no_filter:

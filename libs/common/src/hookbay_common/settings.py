@@ -10,7 +10,13 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from hookbay_common.topics import DEFAULT_NAMESPACE, NAMESPACE_PATTERN, Topics, TopicSpec
+from hookbay_common.topics import (
+    DEFAULT_NAMESPACE,
+    NAMESPACE_PATTERN,
+    Topics,
+    TopicSpec,
+    delay_tiers,
+)
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -84,9 +90,15 @@ class Settings(BaseSettings):
         """The waits before the second, third, ... attempt (the schedule minus its first entry)."""
         return self.retry_schedule[1:]
 
+    @property
+    def delay_tiers(self) -> tuple[float, ...]:
+        """The delay tiers, shortest first: the retry delays and ``topics.DELAY_TIERS``."""
+        return delay_tiers(self.retry_delays)
+
     def topic_specs(self) -> list[TopicSpec]:
-        """Every topic this configuration needs, for ``ensure_topics``."""
-        return self.topics.specs(self.retry_delays)
+        """Every topic this configuration needs, for ``ensure_topics``: one tier per retry
+        delay and per ``delay_tiers`` entry."""
+        return self.topics.specs((*self.retry_delays, *self.delay_tiers))
 
     @field_validator("smtp_url", mode="before")
     @classmethod

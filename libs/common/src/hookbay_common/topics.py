@@ -8,7 +8,7 @@ share one cluster without seeing each other's messages.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -16,6 +16,11 @@ MAX_MESSAGE_BYTES: Final = 6 * 1024 * 1024
 """Room for a 4.5 MB body plus the envelope; the broker's ``message.max.bytes`` matches."""
 DEFAULT_NAMESPACE: Final = "hookbay"
 NAMESPACE_PATTERN: Final = r"^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$"
+
+DELAY_TIERS: Final = (10.0, 60.0, 600.0, 3600.0, 21600.0)
+"""Delay tiers every installation has whatever its retry schedule (10 s, 1 min, 10 min, 1 h,
+6 h: the default schedule's): a route's delay (up to 24 h) and a destination's own retry
+schedule wait in them (``delay_tiers``, ``docs/decisions.md``)."""
 
 _LARGE = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
 _COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
@@ -36,6 +41,25 @@ def format_delay(seconds: float) -> str:
         if millis and millis % size == 0:
             return f"{millis // size}{unit}"
     return f"{millis}ms"
+
+
+def delay_tiers(retry_delays: Iterable[float]) -> tuple[float, ...]:
+    """The delay tiers a routed delivery's wait may use, shortest first: one per distinct
+    positive retry delay and every ``DELAY_TIERS`` entry, so there is always one for a route's
+    delay."""
+    return tuple(sorted({*retry_delays, *DELAY_TIERS} - {0.0}))
+
+
+def fitting_tier(wait: float, tiers: Sequence[float]) -> float | None:
+    """The longest of ``tiers`` (shortest first) not longer than ``wait``; ``None`` when every
+    tier is longer. A wait longer than the longest tier takes several hops through it (the
+    task consumer puts a task that is not due yet back into its fitting tier)."""
+    fitting = None
+    for tier in tiers:
+        if tier > wait:
+            break
+        fitting = tier
+    return fitting
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,8 @@ class TestDestinationDelivery:
             == 30
         )
         assert (await deliver(again)).outcome == "retry"
-        assert written.messages[-1].topic == TOPICS.retry(60.0)  # 2 h: the longest tier
+        # 2 h: the installation's 1 h tier (``topics.DELAY_TIERS``), then another hop
+        assert written.messages[-1].topic == TOPICS.retry(3600.0)
 
     async def test_a_wait_shorter_than_every_tier_goes_straight_back(self) -> None:
         own = create_destination(retry_schedule=("0", "2s"))

@@ -6,7 +6,9 @@ destination's id. (End to end: services/dashboard-api/tests/test_routed_delivery
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
+from hookbay_common.clock import utcnow
 from hookbay_common.models import (
     AttemptTrigger,
     Delivery,
@@ -18,6 +20,7 @@ from hookbay_common.models import (
 )
 from hookbay_common.topics import Topics
 from hookbay_common.wire import decode_delivery, decode_destination_task
+from hookbay_forwarder.delivery.consumer import NOT_BEFORE_HEADER
 from hookbay_forwarder.routing.router import NO_ROUTE, Router
 from hookbay_forwarder.writes import Message
 from tests.support.factories import create_destination, create_event, create_route, create_webhook
@@ -128,3 +131,67 @@ class TestRouter:
         no = create_event(routed=True, query="src=b", request_headers=headers)
         assert (await router.route(ok))[0].status is DeliveryStatus.SCHEDULED
         assert (await router.route(no))[0].status is DeliveryStatus.FILTERED
+
+
+class TestDelayedRoute:
+    async def test_its_first_task_waits_in_a_delay_tier_and_the_other_routes_do_not(
+        self,
+    ) -> None:
+        router, written, config = setup(
+            {"name": "later", "destination": "billing", "delay_s": 5400},
+            {"name": "now", "destination": "analytics"},
+        )
+        event = create_event(routed=True)
+        before = _ms(utcnow())
+        later, now = await router.route(event)
+        due = event.created_at + timedelta(seconds=5400)
+        assert (later.status, later.at) == (DeliveryStatus.SCHEDULED, event.created_at)
+        assert (
+            later.reason == f"delayed by the route until {due.isoformat(timespec='milliseconds')}"
+        )
+        assert (now.status, now.reason) == (DeliveryStatus.SCHEDULED, None)
+        assert written.deliveries() == [later, now]
+        waiting, straight = [m for m in written.messages if m.topic != TOPICS.attempts]
+        assert (waiting.topic, waiting.key) == (
+            TOPICS.retry(3600.0), config.destinations["billing"].id.encode(),
+        )  # fmt: skip
+        ((name, value),) = waiting.headers or ()
+        assert name == NOT_BEFORE_HEADER
+        assert before + 3_600_000 <= int(value) <= _ms(utcnow()) + 3_600_000  # the tier's time
+        task = decode_destination_task(waiting.value)
+        assert (task.not_before, task.attempt, task.delivery_id) == (due, 1, later.id)
+        assert straight.topic == TOPICS.deliveries
+        assert decode_destination_task(straight.value).not_before == event.created_at
+
+    async def test_a_paused_destination_is_scheduled_first_and_held_when_due(self) -> None:
+        router, written, _ = setup(
+            {"name": "later", "destination": "billing", "delay_s": 60}, paused=True
+        )
+        (delivery,) = await router.route(create_event(routed=True))
+        assert delivery.status is DeliveryStatus.SCHEDULED
+        assert [m.topic for m in written.messages if m.topic != TOPICS.attempts] == [
+            TOPICS.retry(60.0)
+        ]
+
+    async def test_a_replay_waits_the_delay_again_from_its_own_time(self) -> None:
+        router, written, _ = setup({"name": "later", "destination": "billing", "delay_s": 30})
+        event = create_event(routed=True, created_at=utcnow() - timedelta(days=2))
+        before = utcnow()
+        (delivery,) = await router.route(event, trigger=AttemptTrigger.REPLAY, source_id="chn_x_y")
+        assert delivery.status is DeliveryStatus.SCHEDULED
+        assert delivery.at >= before  # the replay's routing time, not the event's
+        (message,) = [m for m in written.messages if m.topic != TOPICS.attempts]
+        task = decode_destination_task(message.value)
+        assert task.trigger is AttemptTrigger.REPLAY
+        assert task.not_before >= before + timedelta(seconds=30)
+        assert message.topic == TOPICS.retry(10.0)
+
+    async def test_a_delay_of_zero_is_no_delay(self) -> None:
+        router, written, _ = setup({"name": "now", "destination": "billing", "delay_s": 0})
+        (delivery,) = await router.route(create_event(routed=True))
+        assert delivery.reason is None
+        assert [m.topic for m in written.tasks()] == [TOPICS.deliveries]
+
+
+def _ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)

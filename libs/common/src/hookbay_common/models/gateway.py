@@ -46,6 +46,8 @@ DESTINATION_TIMEOUT_DEFAULT: Final = 10
 DESTINATION_TIMEOUT_MAX: Final = 60
 MAX_CONCURRENCY_DEFAULT: Final = 20
 MAX_CONCURRENCY_MAX: Final = 64
+ROUTE_DELAY_MAX: Final = 86_400
+"""A route's longest delay, in seconds (24 h)."""
 
 
 class RateLimit(Record):
@@ -119,25 +121,28 @@ class Transformation(Record):
 class Route(Record):
     """One of a webhook's ordered routes: its events that pass ``filter`` (``None``: all of
     them) go to the owner's destination named ``destination``, reshaped first by the owner's
-    transformation named ``transform`` when there is one. ``filter`` is the owner's filter
-    document as saved (``hookbay_common.routing.filters``). ``transform`` is left out of the
-    stored and published record when ``None``, so a record without one reads on a replica of
-    an earlier version (``route_document``)."""
+    transformation named ``transform`` when there is one, and ``delay_s`` seconds after they
+    arrived (``ROUTE_DELAY_MAX`` at most; ``None`` or 0: at once). ``filter`` is the owner's
+    filter document as saved (``hookbay_common.routing.filters``). ``transform`` and
+    ``delay_s`` are left out of the stored and published record when ``None``, so a record
+    without them reads on a replica of an earlier version (``route_document``)."""
 
     id: str
     name: str
     destination: str
     enabled: bool = True
     filter: dict[str, Any] | None = None
+    delay_s: int | None = None
     transform: str | None = None
     created_at: datetime
     updated_at: datetime
 
 
 def route_document(route: Route) -> dict[str, Any]:
-    """``route`` as a JSON-ready map for the store and the change log, ``transform`` left out
-    when it is ``None`` (readable by replicas that predate it)."""
+    """``route`` as a JSON-ready map for the store and the change log, ``transform`` and
+    ``delay_s`` left out when ``None`` (readable by replicas that predate them)."""
     doc = route.model_dump(mode="python")
-    if doc["transform"] is None:
-        del doc["transform"]
+    for optional in ("transform", "delay_s"):
+        if doc[optional] is None:
+            del doc[optional]
     return doc

@@ -65,6 +65,32 @@ filter_options = [
 ]  # fmt: skip
 
 
+class Delay(click.ParamType):
+    """A route's delay: ``30s``, ``5m``, ``2h`` or whole seconds, as whole seconds."""
+
+    name = "delay"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from hookbay_common.settings import parse_duration
+
+        if isinstance(value, int):
+            return value
+        try:
+            seconds = parse_duration(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a delay (use e.g. 30s, 5m, 2h or seconds)", param, ctx)
+        if seconds != int(seconds):
+            self.fail(f"{value!r} is not a whole number of seconds", param, ctx)
+        return int(seconds)
+
+
+delay_option = click.option(
+    "--delay", "delay_s", type=Delay(), default=None, metavar="DELAY",
+    help="Deliver each event this long after it arrived: 30s, 5m, 2h or seconds (up to 24h; "
+    "0: at once).",
+)  # fmt: skip
+
+
 def with_filter(command: Any) -> Any:
     for option in reversed(filter_options):
         command = option(command)
@@ -84,6 +110,7 @@ def route() -> None:
 @with_filter
 @click.option("--transform", default=None, metavar="NAME",
               help="Run the owner's transformation NAME on each delivery.")  # fmt: skip
+@delay_option
 @click.option("--disabled", is_flag=True, help="Create it disabled.")
 @click.option("--position", type=click.IntRange(min=0), default=None,
               help="Where in the order (0: first; default: last).")  # fmt: skip
@@ -91,8 +118,8 @@ def route() -> None:
 @pass_state
 def route_create(
     state: CliState, /, username: str, webhook: str, name: str, destination: str,
-    filter_text: str | None, filter_file: str | None, transform: str | None, disabled: bool,
-    position: int | None,
+    filter_text: str | None, filter_file: str | None, transform: str | None,
+    delay_s: int | None, disabled: bool, position: int | None,
 ) -> None:  # fmt: skip
     """Add route NAME to USERNAME's WEBHOOK."""
     from hookbay_dashboard.routing.schemas import RouteCreate
@@ -103,6 +130,8 @@ def route_create(
         fields["filter"] = spec
     if transform is not None:
         fields["transform"] = transform
+    if delay_s is not None:
+        fields["delay_s"] = delay_s
     if position is not None:
         fields["position"] = position
     write = validated(RouteCreate, fields, "route")
@@ -123,6 +152,7 @@ def route_create(
 @click.option("--transform", default=None, metavar="NAME",
               help="Run the owner's transformation NAME on each delivery.")  # fmt: skip
 @click.option("--no-transform", is_flag=True, help="Run no transformation.")
+@delay_option
 @click.option("--enable/--disable", "enabled", default=None, help="Turn the route on or off.")
 @click.option("--position", type=click.IntRange(min=0), default=None, help="Move it (0: first).")
 @json_option
@@ -130,7 +160,7 @@ def route_create(
 def route_set(
     state: CliState, /, username: str, webhook: str, name: str, destination: str | None,
     filter_text: str | None, filter_file: str | None, no_filter: bool, transform: str | None,
-    no_transform: bool, enabled: bool | None, position: int | None,
+    no_transform: bool, delay_s: int | None, enabled: bool | None, position: int | None,
 ) -> None:  # fmt: skip
     """Change a route."""
     from hookbay_dashboard.routing.schemas import RouteUpdate
@@ -139,7 +169,9 @@ def route_set(
     if spec is not None and no_filter:
         raise click.UsageError("--filter and --no-filter exclude each other")
     fields: dict[str, Any] = {}
-    for key, value in (("destination", destination), ("enabled", enabled), ("position", position)):
+    given = (("destination", destination), ("enabled", enabled), ("delay_s", delay_s),
+             ("position", position))  # fmt: skip
+    for key, value in given:
         if value is not None:
             fields[key] = value
     if spec is not None or no_filter:
@@ -175,10 +207,12 @@ def route_list(state: CliState, username: str, webhook: str) -> None:
     def human(console: Console) -> None:
         rows = [
             (v["position"], v["name"], v["destination"], "yes" if v["enabled"] else "no",
-             json.dumps(v["filter"]) if v["filter"] is not None else None, v["transform"])
+             json.dumps(v["filter"]) if v["filter"] is not None else None, v["transform"],
+             f"{v['delay_s']}s" if v["delay_s"] else None)
             for v in views
         ]  # fmt: skip
-        table(console, ("#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM"), rows)
+        heads = ("#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM", "DELAY")
+        table(console, heads, rows)
 
     state.emit(views, human=human)
 

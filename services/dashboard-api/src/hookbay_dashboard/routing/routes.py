@@ -39,9 +39,9 @@ async def list_routes(name: str, principal: CurrentUser, routes: RoutesDep) -> l
 async def create_route(
     name: str, body: RouteCreate, principal: CurrentUser, routes: RoutesDep
 ) -> RouteRead:
-    """Add a route (last, or at ``position``). Its destination must be one of yours and its
-    filter valid (else 422 naming the field, a filter's JSON pointer); at most 20 routes per
-    webhook (409)."""
+    """Add a route (last, or at ``position``). Its destination must be one of yours, its
+    filter valid and its ``delay_s`` within 0..86400 (else 422 naming the field, a filter's
+    JSON pointer); at most 20 routes per webhook (409)."""
     return _read(*await routes.create(principal.username, name, body))
 
 
@@ -54,7 +54,8 @@ async def get_route(name: str, route: str, principal: CurrentUser, routes: Route
 async def update_route(
     name: str, route: str, body: RouteUpdate, principal: CurrentUser, routes: RoutesDep
 ) -> RouteRead:
-    """Change the fields sent; ``position`` moves the route."""
+    """Change the fields sent (refused as on creation: 422 naming the field); ``position``
+    moves the route. A new ``delay_s`` applies to events routed from then on."""
     return _read(*await routes.change(principal.username, name, route, body))
 
 

@@ -6,7 +6,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hookbay_common.models import Route
+from hookbay_common.models import ROUTE_DELAY_MAX, Route
 from hookbay_common.names import WEBHOOK_NAME_MAX
 from hookbay_dashboard.schemas import Timestamp
 from hookbay_dashboard.transformations.schemas import RequestBody, TestError
@@ -27,9 +27,13 @@ _TRANSFORM_DOC = (
     "(docs/owners/transformations.md); null: none. A name you have no transformation of is a "
     "422 naming transform."
 )
+_DELAY_DOC = (
+    f"Seconds (0..{ROUTE_DELAY_MAX}, 24 h) to wait after an event arrived before its delivery "
+    "over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). "
+    "null or 0: no delay. Out of range: a 422 naming delay_s."
+)
 _NOT_YET = {
     "dedupe": "deduplication is not available yet",
-    "delay_s": "delays are not available yet",
 }
 
 
@@ -51,9 +55,9 @@ class _RouteRules(BaseModel):
         default=None, min_length=1, max_length=WEBHOOK_NAME_MAX, description=_TRANSFORM_DOC
     )
     dedupe: Any = _reserved("dedupe")
-    delay_s: Any = _reserved("delay_s")
+    delay_s: int | None = Field(default=None, ge=0, le=ROUTE_DELAY_MAX, description=_DELAY_DOC)
 
-    _reserved_only_null = field_validator("dedupe", "delay_s")(_only_null)
+    _reserved_only_null = field_validator("dedupe")(_only_null)
 
 
 class RouteCreate(_RouteRules):
@@ -73,7 +77,7 @@ class RouteCreate(_RouteRules):
 
 class RouteUpdate(_RouteRules):
     """Only the fields sent change: ``"filter": null`` removes the filter, ``"transform":
-    null`` the transformation, ``position`` moves
+    null`` the transformation, ``"delay_s": null`` the delay, ``position`` moves
     the route (0: first). ``destination`` and ``enabled`` cannot be null; the name stays."""
 
     destination: str | None = Field(default=None, min_length=1, max_length=WEBHOOK_NAME_MAX)
@@ -108,7 +112,7 @@ class RouteRead(BaseModel):
     filter: dict[str, Any] | None
     transform: str | None = Field(description="The transformation the route runs, or null.")
     dedupe: None = None
-    delay_s: None = None
+    delay_s: int | None = Field(description="Seconds its deliveries wait first, or null.")
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -117,7 +121,8 @@ class RouteRead(BaseModel):
         return cls(
             id=route.id, name=route.name, webhook=webhook, position=position,
             destination=route.destination, enabled=route.enabled, filter=route.filter,
-            transform=route.transform, created_at=route.created_at, updated_at=route.updated_at,
+            transform=route.transform, delay_s=route.delay_s, created_at=route.created_at,
+            updated_at=route.updated_at,
         )  # fmt: skip
 
     def view(self) -> dict[str, Any]:

@@ -155,8 +155,8 @@ class RouteService:
             now = utcnow()
             route = Route(
                 id=new_id(IdPrefix.ROUTE), name=write.name, destination=write.destination,
-                enabled=write.enabled, filter=write.filter, transform=write.transform,
-                created_at=now, updated_at=now,
+                enabled=write.enabled, filter=write.filter, delay_s=write.delay_s or None,
+                transform=write.transform, created_at=now, updated_at=now,
             )  # fmt: skip
             routes.insert(position, route)
             return routes
@@ -171,7 +171,7 @@ class RouteService:
         is its webhook's ``forward_url``'s: only its ``position`` moves (``ForwardUrlManaged``)."""
         await self.get(username, webhook_name, name)  # 404s before the fields
         sent = write.model_fields_set & {
-            "destination", "enabled", "filter", "transform", "position",
+            "destination", "enabled", "filter", "delay_s", "transform", "position",
         }  # fmt: skip
         if name == FORWARD_ROUTE and sent - {"position"}:
             raise ForwardUrlManaged(webhook_name, f"route {name!r}")
@@ -189,6 +189,8 @@ class RouteService:
             index = _position(webhook, name)
             route = routes.pop(index)
             fields = {f: getattr(write, f) for f in sent - {"position"}}
+            if "delay_s" in fields:
+                fields["delay_s"] = fields["delay_s"] or None  # 0: no delay, stored as none
             routes_at = index
             if write.position is not None:
                 if write.position > len(routes):

@@ -107,6 +107,7 @@ class Forwarder:
                 max_invalid=settings.dlq_limit_invalid,
             ),
             metrics=self.metrics,
+            tiers=settings.delay_tiers,
         )
         self.mongo = db_client.connect(
             settings.mongo_url, socket_timeout_ms=MONGO_SOCKET_TIMEOUT_MS
@@ -124,7 +125,9 @@ class Forwarder:
             transformations=TransformationRepository(db, box),
             on_transformation=lambda t: self.transform.changed(t),
         )  # fmt: skip
-        self.handlers.router = Router(self.view, self.handlers.write, self.topics)
+        self.handlers.router = Router(
+            self.view, self.handlers.write, self.topics, tiers=settings.delay_tiers
+        )
         self.alert_http = httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self.notifier = create_notifier(
             AlertChannelRepository(db, box), settings, self.alert_http, self.metrics.registry

@@ -2,7 +2,8 @@
 
 An event of a webhook with routes is first handed to the router (``hookbay_forwarder.routing``),
 which writes its deliveries; an event with a ``forward_url`` then gets its first attempt here.
-A routed delivery's retry that comes due is handed back to the deliveries topic.
+A routed delivery's task (a retry, a route's delay) whose delay tier is due is handed back to
+the deliveries topic, or to another tier while it is still not due (``waiting``).
 
 Every handler returns only once everything it decided is durably in Kafka (acks=all,
 ``hookbay_forwarder.writes``): the attempt record, and the next retry or the dead letter. The
@@ -23,7 +24,7 @@ from hookbay_common.ids import IdPrefix, derived_id
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Attempt, AttemptTrigger, DeliveryTask, EventStatus
 from hookbay_common.producer import ResilientProducer
-from hookbay_common.topics import Topics
+from hookbay_common.topics import DELAY_TIERS, Topics
 from hookbay_common.wire import (
     WireError,
     decode_event,
@@ -48,6 +49,7 @@ from hookbay_forwarder.delivery.retry import (
 )
 from hookbay_forwarder.metrics import ForwarderMetrics
 from hookbay_forwarder.routing.router import Router
+from hookbay_forwarder.waiting import Waiting
 from hookbay_forwarder.writes import DurableWriter, Message
 
 log = get_logger("hookbay.forwarder")
@@ -63,9 +65,12 @@ class ForwarderHandlers:
     metrics: ForwarderMetrics
     router: Router | None = None
     """Routes events of webhooks with routes (``Event.routed``); ``None``: they are not routed."""
+    tiers: tuple[float, ...] = DELAY_TIERS
+    """The installation's delay tiers (``Settings.delay_tiers``), for routed tasks' hops."""
 
     def __post_init__(self) -> None:
         self.write = DurableWriter(self.producer, self.metrics).write
+        self.waiting = Waiting(self.topics, self.tiers)
 
     async def on_event(self, record: Any) -> None:
         """A captured event: routed over its webhook's routes when it had some, and its first
@@ -109,12 +114,16 @@ class ForwarderHandlers:
         await self._guarded(record, task)
 
     async def _requeue(self, record: Any) -> None:
+        """A routed delivery's task whose tier is due: on to the deliveries topic, or, while
+        it is still not due by the shortest tier or more, into the tier that fits what is
+        left (``hookbay_forwarder.waiting``)."""
         try:
-            destination = str(peek_destination_task(record.value)["destination"])
-        except (WireError, KeyError) as exc:
+            fields = peek_destination_task(record.value)
+            destination, not_before = str(fields["destination"]), int(fields["not_before"])
+        except (WireError, KeyError, TypeError, ValueError) as exc:
             await self._unreadable(record, str(exc))
             return
-        await self.write([Message(self.topics.deliveries, record.value, destination.encode())])
+        await self.write([self.waiting.message(record.value, destination, not_before)])
 
     async def _reroute(self, record: Any) -> None:
         try:

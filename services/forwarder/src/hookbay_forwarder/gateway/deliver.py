@@ -8,9 +8,11 @@ and the destination's name: it moves the delivery's status) and, when the destin
 schedule says so, the next attempt's task.
 
 A retry waits in the installation's delay tiers (``Topics.retry``) like a ``forward_url``
-retry; the task consumer hands it back to the deliveries topic when its tier is due, and the
-lane waits out any remainder (a destination's own schedule need not match the tiers). A wait
-shorter than every tier goes straight back to the deliveries topic.
+retry, hop by hop through the tier that fits what is left of its wait
+(``hookbay_forwarder.waiting``: a destination's own schedule need not match the tiers); the
+task consumer hands it back to the deliveries topic once less than the shortest tier is left,
+and the lane waits out that remainder. A wait shorter than every tier goes straight back to
+the deliveries topic.
 
 A destination deleted since the task was made: the delivery fails with that reason (and no
 request goes out: ``Delivered.attempted`` is false). A route that runs a transformation
@@ -49,9 +51,8 @@ from hookbay_common.models import (
 )
 from hookbay_common.routing.tasks import DestinationTask
 from hookbay_common.settings import parse_duration
-from hookbay_common.topics import Topics
+from hookbay_common.topics import Topics, delay_tiers
 from hookbay_common.wire import encode_attempt, encode_delivery, encode_destination_task
-from hookbay_forwarder.delivery.consumer import NOT_BEFORE_HEADER
 from hookbay_forwarder.delivery.deliverer import Deliverer, Outcome
 from hookbay_forwarder.delivery.retry import (
     RETRY_AFTER_STATUSES,
@@ -62,6 +63,7 @@ from hookbay_forwarder.delivery.retry import (
 from hookbay_forwarder.gateway.clock import Clock, SystemClock
 from hookbay_forwarder.gateway.lanes import Delivered
 from hookbay_forwarder.gateway.transform import TransformFailed, TransformStep
+from hookbay_forwarder.waiting import Waiting
 from hookbay_forwarder.writes import Message
 
 log = get_logger("hookbay.forwarder")
@@ -98,7 +100,7 @@ class DestinationDelivery:
         self._write = write
         self._topics = topics
         self._default = RetryPolicy(schedule, jitter)
-        self._tiers = self._default.tiers
+        self._waiting = Waiting(topics, delay_tiers(schedule[1:]))
         self._jitter = jitter
         self._rng = rng
         self._policies: dict[tuple[str, ...], RetryPolicy] = {}
@@ -135,7 +137,7 @@ class DestinationDelivery:
                 if task.trigger is AttemptTrigger.INITIAL
                 else task.trigger,
             )  # fmt: skip
-            messages.append(self._retry_message(retry, delay))
+            messages.append(self._retry_message(retry))
         await self._write(messages)
         status = outcome.status_code
         if status is not None and 200 <= status < 300:
@@ -200,18 +202,11 @@ class DestinationDelivery:
         wait = self._policy(destination).next_wait(task.attempt, retry_after, self._rng)
         return wait.delay if wait is not None else None
 
-    def _retry_message(self, retry: DestinationTask, delay: float) -> Message:
-        """In the longest tier not longer than ``delay`` (the lane waits out the rest), or
-        straight back to the deliveries topic when every tier is longer."""
-        value = encode_destination_task(retry)
-        key = retry.destination.encode()
-        fitting = [tier for tier in self._tiers if tier <= delay]
-        if not fitting:
-            return Message(self._topics.deliveries, value, key)
-        due = str(int(retry.not_before.timestamp() * 1000)).encode()
-        return Message(
-            self._topics.retry(fitting[-1]), value, key, [(NOT_BEFORE_HEADER, due)]
-        )  # fmt: skip
+    def _retry_message(self, retry: DestinationTask) -> Message:
+        """Through the delay tiers, hop by hop (``hookbay_forwarder.waiting``), or straight
+        back to the deliveries topic when the wait is shorter than every tier."""
+        due = int(retry.not_before.timestamp() * 1000)
+        return self._waiting.message(encode_destination_task(retry), retry.destination, due)
 
     def _gone(self, task: DestinationTask) -> Message:
         """The delivery failed, in the task's chain (a retried delivery's record must stand

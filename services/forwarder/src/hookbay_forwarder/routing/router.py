@@ -10,6 +10,13 @@ the event (``hookbay_common.routing``) and writes, in one durable write:
 - for every delivery not filtered, its first task (``destination-task/1``) on the deliveries
   topic, keyed by the destination's id, where the destination's lane picks it up.
 
+A route with a delay (``Route.delay_s`` above 0) makes its delivery ``scheduled`` (the reason
+says until when, whatever the destination's state: its lane holds it when it comes due if the
+destination is paused then) and its first task due that long after the event was received (a
+replay: after the replay), through the delay tiers a retry waits in
+(``hookbay_forwarder.waiting``), never the deliveries topic, where the lane would keep it in
+memory and its partition's commits back for that long.
+
 The configuration is the routing view's (the change log's, milliseconds behind a write). A
 webhook that lost its enabled routes between the event's capture and its routing gets one
 ``filtered`` delivery saying so, so its event still settles.
@@ -21,7 +28,7 @@ gives the same deliveries (their tasks may run twice: at-least-once).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final, Protocol
 
 from hookbay_common.clock import utcnow
@@ -37,8 +44,9 @@ from hookbay_common.models import (
 from hookbay_common.routing.filters import Filter, FilterError, Subject, Verdict, compile_filter
 from hookbay_common.routing.subject import event_subject
 from hookbay_common.routing.tasks import DestinationTask, delivery_id, first_status
-from hookbay_common.topics import Topics
+from hookbay_common.topics import DELAY_TIERS, Topics
 from hookbay_common.wire import encode_delivery, encode_destination_task
+from hookbay_forwarder.waiting import Waiting
 from hookbay_forwarder.writes import Message
 
 Write = Callable[[Sequence[Message]], Awaitable[None]]
@@ -69,10 +77,16 @@ class RouteLookup(Protocol):
 
 
 class Router:
-    def __init__(self, view: RouteLookup, write: Write, topics: Topics) -> None:
+    def __init__(
+        self, view: RouteLookup, write: Write, topics: Topics,
+        *, tiers: Sequence[float] = DELAY_TIERS,
+    ) -> None:  # fmt: skip
+        """``tiers``: the installation's delay tiers (``Settings.delay_tiers``), which delayed
+        routes' first tasks wait in."""
         self._view = view
         self._write = write
         self._topics = topics
+        self._waiting = Waiting(topics, tiers)
         self._filters: dict[str, tuple[datetime, Filter | None]] = {}
 
     async def route(
@@ -115,6 +129,10 @@ class Router:
                     f"destination {route.destination!r} no longer exists", route.id,
                 ))  # fmt: skip
                 continue
+            if route.delay_s:
+                messages.append(self._delayed(event, source, route, destination, at, trigger,
+                                              deliveries))  # fmt: skip
+                continue
             status, reason = first_status(destination)
             delivery = self._delivery(event, source, route.name, route.destination, at, status,
                                       reason, route.id)  # fmt: skip
@@ -129,6 +147,24 @@ class Router:
             ))  # fmt: skip
         await self._write([*(self._record(d) for d in deliveries), *messages])
         return deliveries
+
+    def _delayed(
+        self, event: Event, source: str, route: Route, destination: Destination, at: datetime,
+        trigger: AttemptTrigger, deliveries: list[Delivery],
+    ) -> Message:  # fmt: skip
+        """The ``scheduled`` delivery of a delayed route (appended to ``deliveries``) and its
+        first task's message, due ``route.delay_s`` after ``at``."""
+        due = at + timedelta(seconds=route.delay_s or 0)
+        reason = f"delayed by the route until {due.isoformat(timespec='milliseconds')}"
+        delivery = self._delivery(event, source, route.name, route.destination, at,
+                                  DeliveryStatus.SCHEDULED, reason, route.id)  # fmt: skip
+        deliveries.append(delivery)
+        task = DestinationTask(
+            delivery_id=delivery.id, chain_id=delivery.first_chain, destination=destination.id,
+            route=route.name, trigger=trigger, attempt=1, not_before=due, event=event,
+        )  # fmt: skip
+        due_ms = int(due.timestamp() * 1000)
+        return self._waiting.message(encode_destination_task(task), destination.id, due_ms)
 
     def _filter(self, route: Route) -> Filter | None:
         cached = self._filters.get(route.id)
