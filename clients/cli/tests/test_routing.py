@@ -241,3 +241,29 @@ class TestRetryDelivery:
         other = {**owner_env, "HOOKBAY_TOKEN": stranger.token}
         code, _, err = await hookbay("destination", "retry-failed", "billing", env=other)
         assert (code, "no destination named 'billing'" in err) == (2, True), err
+
+    async def test_a_route_delays_its_deliveries(
+        self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
+    ) -> None:
+        await cli_dashboard.runtime.webhooks.create(
+            create_webhook(username=owner.username, name="orders")
+        )
+        await ok("destination", "create", "erp", "--url", "http://127.0.0.1:9/e", env=owner_env)
+        created = await ok(
+            "route", "create", "orders", "r", "--destination", "erp", "--delay", "5m",
+            env=owner_env,
+        )  # fmt: skip
+        assert created.strip() == "created route orders/r → erp (position 0, delayed 300s)"
+        for given, seconds in (("2h", 7200), ("90", 90), ("30s", 30)):
+            changed = await ok_json("route", "set", "orders", "r", "--delay", given, env=owner_env)
+            assert changed["delay_s"] == seconds
+        listed = await ok("route", "list", "orders", env=owner_env)
+        assert listed.splitlines()[1].split()[-1] == "30s"
+        status, _, err = await hookbay("route", "set", "orders", "r", "--delay", "25h",
+                                       env=owner_env)  # fmt: skip
+        assert (status, "less than or equal to 86400" in err) == (1, True), err
+        status, _, err = await hookbay("route", "set", "orders", "r", "--delay", "soon",
+                                       env=owner_env)  # fmt: skip
+        assert (status, "give e.g. 30s, 5m, 2h" in err) == (2, True), err
+        cleared = await ok_json("route", "set", "orders", "r", "--delay", "0", env=owner_env)
+        assert cleared["delay_s"] is None

@@ -125,7 +125,10 @@ class TestCreate:
             ({"filter": {"body": {"k": "v" * 17000}}}, ["body", "filter"], "at most"),
             ({"transform": "reshape"}, ["body", "transform"], "no transformation named"),
             ({"dedupe": {"window_s": 60}}, ["body", "dedupe"], "not available yet"),
-            ({"delay_s": 30}, ["body", "delay_s"], "not available yet"),
+            ({"delay_s": -1}, ["body", "delay_s"], "greater than or equal to 0"),
+            ({"delay_s": 86401}, ["body", "delay_s"], "less than or equal to 86400"),
+            ({"delay_s": 1.5}, ["body", "delay_s"], "valid integer"),
+            ({"delay_s": "soon"}, ["body", "delay_s"], "valid integer"),
             ({"position": -1}, ["body", "position"], "greater than or equal to 0"),
             ({"position": 1}, ["body", "position"], "at most 0"),
             ({"colour": "red"}, ["body", "colour"], "not permitted"),
@@ -194,6 +197,18 @@ class TestChange:
         assert cleared["id"] == created["id"]
         unchanged = await patch()
         assert unchanged == cleared
+        assert (await patch(delay_s=86400))["delay_s"] == 86400
+        assert (await patch(delay_s=0))["delay_s"] is None  # 0: no delay
+        assert (await patch(delay_s=30))["delay_s"] == 30
+        assert (await patch(delay_s=None))["delay_s"] is None
+
+    async def test_a_delay_is_kept_and_shown(self, dashboard: Dashboard) -> None:
+        owner = await setup(dashboard)
+        created = await add(owner, "r", delay_s=90)
+        assert (created.status_code, created.json()["delay_s"]) == (201, 90)
+        assert (await owner.client.get(f"{HOOKS}/orders/routes/r")).json()["delay_s"] == 90
+        listed = (await owner.client.get(f"{HOOKS}/orders/routes")).json()
+        assert [r["delay_s"] for r in listed] == [90]
 
     async def test_position_moves_a_route(self, dashboard: Dashboard) -> None:
         owner = await setup(dashboard)
@@ -218,6 +233,7 @@ class TestChange:
             ({"filter": {"nope": {}}}, ["body", "filter", "nope"]),
             ({"filter": {"body": {"n": {"$lt": []}}}}, ["body", "filter", "body", "n", "$lt"]),
             ({"transform": "t"}, ["body", "transform"]),
+            ({"delay_s": 86401}, ["body", "delay_s"]),
             ({"name": "renamed"}, ["body", "name"]),
         ],
     )
@@ -298,7 +314,7 @@ class TestChangeLog:
     async def test_the_webhook_record_carries_its_routes(self, dashboard: Dashboard) -> None:
         owner = await setup(dashboard)
         await add(owner, "a", filter={"body": {"type": "paid"}})
-        await add(owner, "b", enabled=False)
+        await add(owner, "b", enabled=False, delay_s=600)
         key = f"webhook:{owner.username}/orders".encode()
         reader = TopicReader(
             dashboard.settings.kafka_bootstrap, dashboard.settings.topics.config, bytes
@@ -310,11 +326,14 @@ class TestChangeLog:
             await reader.stop()
         latest = decode_change(records[-1].value, dashboard.runtime.box)
         assert latest.webhook is not None
-        assert [(r.name, r.enabled, r.filter) for r in latest.webhook.routes] == [
-            ("a", True, {"body": {"type": "paid"}}), ("b", False, None),
+        assert [(r.name, r.enabled, r.filter, r.delay_s) for r in latest.webhook.routes] == [
+            ("a", True, {"body": {"type": "paid"}}, None), ("b", False, None, 600),
         ]  # fmt: skip
         first = json.loads(records[0].value)
         assert "routes" not in first["record"]  # readable by a replica of an earlier version
+        second = json.loads(records[1].value)
+        (undelayed,) = second["record"]["routes"]
+        assert "delay_s" not in undelayed  # the same
 
 
 async def store(dashboard: Dashboard, owner: Owner, count: int, **fields: Any) -> list[Event]:

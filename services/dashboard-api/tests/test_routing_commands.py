@@ -167,6 +167,18 @@ class TestRouteCommands:
         cleared = ok_json(hookbay("route", "set", owner, "orders", "r", "--no-transform", "--json"))
         assert cleared["transform"] is None
 
+    def test_delay_in_seconds_or_with_a_unit(self, hookbay: Invoke, owner: str) -> None:
+        made = ok_json(hookbay("route", "create", owner, "orders", "r", "--destination",
+                               "billing", "--delay", "5m", "--json"))  # fmt: skip
+        assert made["delay_s"] == 300
+        for given, seconds in (("2h", 7200), ("45", 45), ("30s", 30), ("24h", 86400)):
+            changed = ok_json(hookbay("route", "set", owner, "orders", "r", "--delay", given,
+                                      "--json"))  # fmt: skip
+            assert changed["delay_s"] == seconds
+        assert "DELAY" in hookbay("route", "list", owner, "orders").stdout
+        assert ok_json(hookbay("route", "set", owner, "orders", "r", "--delay", "0",
+                               "--json"))["delay_s"] is None  # fmt: skip
+
     def test_dry_run(self, hookbay: Invoke, owner: str) -> None:
         ok_json(hookbay("route", "create", owner, "orders", "r", "--destination", "billing",
                         "--json"))  # fmt: skip
@@ -194,6 +206,12 @@ class TestRouteCommands:
              "position: at most 0", 1),
             (["create", "{u}", "nope", "r", "--destination", "billing"], "no webhook named", 1),
             (["set", "{u}", "orders", "r"], "nothing to change", 2),
+            (["create", "{u}", "orders", "r", "--destination", "billing", "--delay", "25h"],
+             "delay_s: Input should be less than or equal to 86400", 1),
+            (["create", "{u}", "orders", "r", "--destination", "billing", "--delay", "soon"],
+             "is not a delay", 2),
+            (["create", "{u}", "orders", "r", "--destination", "billing", "--delay", "1.5s"],
+             "whole number of seconds", 2),
             (["set", "{u}", "orders", "missing", "--disable"], "no route named 'missing'", 1),
             (["delete", "{u}", "orders", "missing"], "no route named 'missing'", 1),
             (["dry-run", "{u}", "orders", "missing"], "no route named 'missing'", 1),

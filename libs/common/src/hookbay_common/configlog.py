@@ -148,9 +148,10 @@ def encode_change(change: ConfigChange, box: SecretBox) -> bytes:
             record["verification"] = verification.to_document(box.seal)
         if not change.webhook.routes:  # the same
             del record["routes"]
-        for route in record.get("routes", ()):  # the same: a route's transform only when set
-            if route.get("transform") is None:
-                route.pop("transform", None)
+        for route in record.get("routes", ()):  # the same: transform and delay only when set
+            for optional in ("transform", "delay_s"):
+                if route.get(optional) is None:
+                    route.pop(optional, None)
     elif change.destination is not None:
         record = change.destination.model_dump(mode="json", exclude={"headers"})
         record["headers"] = {

@@ -46,7 +46,7 @@ def handlers() -> tuple[ForwarderHandlers, Written]:
         metrics=ForwarderMetrics(), tiers=DELAY_TIERS,
     )  # fmt: skip
     written = Written()
-    made.write = written  # type: ignore[method-assign]
+    made.write = written
     return made, written
 
 
