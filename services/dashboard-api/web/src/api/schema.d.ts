@@ -906,9 +906,9 @@ export interface paths {
         put?: never;
         /**
          * Create Route
-         * @description Add a route (last, or at ``position``). Its destination must be one of yours and its
-         *     filter valid (else 422 naming the field, a filter's JSON pointer); at most 20 routes per
-         *     webhook (409).
+         * @description Add a route (last, or at ``position``). Its destination must be one of yours, its
+         *     filter valid and its ``delay_s`` within 0..86400 (else 422 naming the field, a filter's
+         *     JSON pointer); at most 20 routes per webhook (409).
          */
         post: operations["create_route_api_v1_webhooks__name__routes_post"];
         delete?: never;
@@ -934,7 +934,8 @@ export interface paths {
         head?: never;
         /**
          * Update Route
-         * @description Change the fields sent; ``position`` moves the route.
+         * @description Change the fields sent (refused as on creation: 422 naming the field); ``position``
+         *     moves the route. A new ``delay_s`` applies to events routed from then on.
          */
         patch: operations["update_route_api_v1_webhooks__name__routes__route__patch"];
         trace?: never;
@@ -2220,9 +2221,9 @@ export interface components {
             dedupe?: unknown;
             /**
              * Delay S
-             * @description Only null: delays are not available yet.
+             * @description Seconds (0..86400, 24 h) to wait after an event arrived before its delivery over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). null or 0: no delay. Out of range: a 422 naming delay_s.
              */
-            delay_s?: unknown;
+            delay_s?: number | null;
             /**
              * Destination
              * @description One of your destinations' names.
@@ -2271,9 +2272,9 @@ export interface components {
             dedupe?: unknown;
             /**
              * Delay S
-             * @description Only null: delays are not available yet.
+             * @description Seconds (0..86400, 24 h) to wait after an event arrived before its delivery over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). null or 0: no delay. Out of range: a 422 naming delay_s.
              */
-            delay_s?: unknown;
+            delay_s?: number | null;
             /** Destination */
             destination?: string | null;
             /**
@@ -2305,8 +2306,11 @@ export interface components {
             created_at: string;
             /** Dedupe */
             dedupe?: null;
-            /** Delay S */
-            delay_s?: null;
+            /**
+             * Delay S
+             * @description Seconds its deliveries wait first, or null.
+             */
+            delay_s: number | null;
             /** Destination */
             destination: string;
             /** Enabled */
@@ -2340,7 +2344,7 @@ export interface components {
         /**
          * RouteUpdate
          * @description Only the fields sent change: ``"filter": null`` removes the filter, ``"transform":
-         *     null`` the transformation, ``position`` moves
+         *     null`` the transformation, ``"delay_s": null`` the delay, ``position`` moves
          *     the route (0: first). ``destination`` and ``enabled`` cannot be null; the name stays.
          */
         RouteUpdate: {
@@ -2351,9 +2355,9 @@ export interface components {
             dedupe?: unknown;
             /**
              * Delay S
-             * @description Only null: delays are not available yet.
+             * @description Seconds (0..86400, 24 h) to wait after an event arrived before its delivery over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). null or 0: no delay. Out of range: a 422 naming delay_s.
              */
-            delay_s?: unknown;
+            delay_s?: number | null;
             /** Destination */
             destination?: string | null;
             /** Enabled */

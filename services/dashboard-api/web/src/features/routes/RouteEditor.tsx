@@ -9,6 +9,7 @@ import { nameProblem } from "../../pages/Webhooks";
 import { destinationsQuery, forwardWebhook } from "../destinations/api";
 import { dryRunQuery, transformationsQuery } from "./api";
 import { DryRunPanel } from "./DryRunPanel";
+import { formatDelay, parseDelay } from "./delay";
 import { parseFilter } from "./json";
 
 const EXAMPLE = '{\n  "body": {"type": {"$startsWith": "invoice."}}\n}';
@@ -31,7 +32,7 @@ function filterRefusal(error: unknown, ...prefix: string[]): string | null {
     : found.msg;
 }
 
-/** Create (no `route`) or edit a route of `webhook`: destination, transformation, enabled, the
+/** Create (no `route`) or edit a route of `webhook`: destination, transformation, delay, enabled, the
  * filter as JSON (syntax checked here as you type, its meaning by the server through a debounced
  * dry run of the unsaved route) and the dry-run panel. */
 export function RouteEditor({
@@ -51,12 +52,15 @@ export function RouteEditor({
   const [destination, setDestination] = useState(route?.destination ?? "");
   const [enabled, setEnabled] = useState(route?.enabled ?? true);
   const [transform, setTransform] = useState(route?.transform ?? "");
+  const [delay, setDelay] = useState(formatDelay(route?.delay_s));
   const [text, setText] = useState(route?.filter ? JSON.stringify(route.filter, null, 2) : "");
   const [last, setLast] = useState(20);
   const [touched, setTouched] = useState(false);
   const ids = { title: useId(), name: useId(), filter: useId(), problem: useId(), help: useId() };
 
   const parsed = parseFilter(text);
+  const parsedDelay = parseDelay(delay);
+  const delaySeconds = parsedDelay.ok ? parsedDelay.seconds : null;
   const settled = useDebounced(text, 300);
   const settledParse = parseFilter(settled);
   const probeName = route?.name ?? (nameProblem(name) ? "new-route" : name);
@@ -80,6 +84,7 @@ export function RouteEditor({
                 enabled,
                 filter,
                 transform: transform || null,
+                delay_s: delaySeconds,
               },
             }),
           )
@@ -91,6 +96,7 @@ export function RouteEditor({
                 enabled,
                 filter,
                 transform: transform || null,
+                delay_s: delaySeconds,
               },
             }),
           );
@@ -106,6 +112,7 @@ export function RouteEditor({
   const nameRefusal = localName ?? fieldProblem(save.error, "name");
   const destinationRefusal = fieldProblem(save.error, "destination");
   const transformRefusal = fieldProblem(save.error, "transform");
+  const delayRefusal = parsedDelay.ok ? fieldProblem(save.error, "delay_s") : parsedDelay.message;
   // the newest word on the filter: the syntax while it does not parse, else the server's
   // verdict on the text it last saw (the dry run), else the save's refusal
   const filterProblem = !parsed.ok
@@ -114,7 +121,7 @@ export function RouteEditor({
       filterRefusal(save.error, "filter"));
   const checking = parsed.ok && (settled !== text || probe.isFetching);
   const others = fieldProblems(save.error).filter(
-    (p) => !["name", "destination", "filter", "transform"].includes(String(p.loc[0])),
+    (p) => !["name", "destination", "filter", "transform", "delay_s"].includes(String(p.loc[0])),
   );
 
   return (
@@ -125,7 +132,7 @@ export function RouteEditor({
       onSubmit={(e) => {
         e.preventDefault();
         setTouched(true);
-        if (parsed.ok && !(creating && nameProblem(name))) save.mutate();
+        if (parsed.ok && parsedDelay.ok && !(creating && nameProblem(name))) save.mutate();
       }}
     >
       <h2 id={ids.title} className="font-semibold">
@@ -210,6 +217,31 @@ export function RouteEditor({
           {transformRefusal && (
             <span id={`${ids.name}-transform-problem`} className="text-bad">
               {transformRefusal}
+            </span>
+          )}
+        </div>
+        <div className="flex flex-col gap-1 text-sm">
+          <label htmlFor={`${ids.name}-delay`} className="font-medium">
+            Delay
+          </label>
+          <input
+            id={`${ids.name}-delay`}
+            className={`${inputClass} w-28`}
+            placeholder="none"
+            value={delay}
+            onChange={(e) => {
+              setDelay(e.target.value);
+              if (save.error) save.reset();
+            }}
+            aria-invalid={delayRefusal !== null}
+            aria-describedby={`${ids.name}-delay-help${delayRefusal ? ` ${ids.name}-delay-problem` : ""}`}
+          />
+          <span id={`${ids.name}-delay-help`} className="text-xs text-muted">
+            30s, 5m, 2h; up to 24h
+          </span>
+          {delayRefusal && (
+            <span id={`${ids.name}-delay-problem`} className="text-bad">
+              {delayRefusal}
             </span>
           )}
         </div>
