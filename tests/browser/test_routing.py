@@ -1,7 +1,8 @@
 """Destinations and a webhook's routes in the dashboard, against the real stack: a destination
 created, listed, paused and resumed, its refused fields shown beside them, a write-only header
 kept; a route's filter checked while it is typed (the syntax here, its meaning by the server),
-its dry run judging real stored events; a transformation chosen and removed; order, enable /
+its dry run judging real stored events; a transformation chosen and removed; a delay typed
+(refused beside its field when out of range) and removed; order, enable /
 disable, delete; another owner's destination and routes are a not-found page."""
 
 from __future__ import annotations
@@ -279,6 +280,39 @@ class TestRoutes:
         await expect(row(page, "to-erp")).not_to_contain_text("erp-shape")
         (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
         assert saved["transform"] is None
+
+    async def test_a_route_delays_its_deliveries(self, stack: Stack, session: Session) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        name = hook["name"]
+        await destination(owner, "erp", stack.receiver.url())
+        page = session.page
+        await session.login(owner, f"/webhooks/{name}/routes")
+        await page.get_by_role("button", name="New route").click()
+        form = page.get_by_role("form", name="New route")
+        await form.get_by_label("Name", exact=True).fill("later")
+        delay = form.get_by_label("Delay", exact=True)
+        await delay.fill("soon")
+        await expect(delay).to_have_attribute("aria-invalid", ACCESSIBLE_INVALID)
+        await expect(form).to_contain_text("Give e.g. 30s, 5m, 2h")
+        await delay.fill("25h")
+        await form.get_by_role("button", name="Create route").click()
+        await expect(delay).to_have_attribute("aria-invalid", ACCESSIBLE_INVALID)
+        await expect(form).to_contain_text("less than or equal to 86400")
+        await delay.fill("5m")
+        await form.get_by_role("button", name="Create route").click()
+        await expect(row(page, "later")).to_contain_text("5m")
+        (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert saved["delay_s"] == 300
+
+        await row(page, "later").get_by_role("button", name="Edit later").click()
+        edit = page.get_by_role("form", name="Edit route later")
+        await expect(edit.get_by_label("Delay", exact=True)).to_have_value("5m")
+        await edit.get_by_label("Delay", exact=True).fill("")
+        await edit.get_by_role("button", name="Save route").click()
+        await expect(row(page, "later")).not_to_contain_text("5m")
+        (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert saved["delay_s"] is None
 
     async def test_routes_are_moved_disabled_and_deleted(
         self, stack: Stack, session: Session
