@@ -46,6 +46,17 @@ class TestSettings:
         assert settings.allow_private_destinations is True
         assert settings.max_body_bytes == 1000
 
+    def test_a_schedule_without_retries_still_has_the_delay_tiers(
+        self, clean_env: pytest.MonkeyPatch
+    ) -> None:
+        clean_env.setenv("HOOKBAY_RETRY_SCHEDULE", "0,0,250ms")
+        clean_env.setenv("HOOKBAY_KAFKA_NAMESPACE", "ns")
+        settings = Settings()  # type: ignore[call-arg]
+        assert settings.delay_tiers == (0.25, 10.0, 60.0, 600.0, 3600.0, 21600.0)
+        tiers = [s.name for s in settings.topic_specs() if s.name.startswith("ns.retry.")]
+        assert tiers == ["ns.retry.0ms", "ns.retry.10m", "ns.retry.10s", "ns.retry.1h",
+                         "ns.retry.1m", "ns.retry.250ms", "ns.retry.6h"]  # fmt: skip
+
     @pytest.mark.parametrize(
         ("variable", "value", "fragment"),
         [
