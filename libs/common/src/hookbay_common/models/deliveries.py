@@ -26,7 +26,7 @@ class DeliveryStatus(StrEnum):
     HELD = "held"
     """Waiting in the hold store: its destination is paused or disabled (``reason``)."""
     SCHEDULED = "scheduled"
-    """A retry waits for its time."""
+    """A retry, or a delayed route's first attempt, waits for its time."""
     DELIVERING = "delivering"
     SUCCESS = "success"
     FAILED = "failed"
