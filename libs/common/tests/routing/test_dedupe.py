@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from hookbay_common.db.webhooks import routes_from_document, routes_to_document
@@ -20,7 +22,16 @@ from hookbay_common.routing.dedupe import (
     dedupe_key,
 )
 from hookbay_common.routing.subject import Subject
+from hookbay_common.routing.values import strict_equal
 from tests.support.factories import create_route
+
+REPRODUCIBLE = settings(derandomize=True, database=None, max_examples=200, deadline=None)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=10,
+)
 
 
 def create_rule(**fields: Any) -> DedupeRule:
@@ -369,7 +380,34 @@ class TestKeys:
         keys = {key_of(["body.id"], create_subject({"n": n})) for n in range(3)}
         assert keys == {None}
 
+    @pytest.mark.parametrize("number", [b"1e999", b"-1e999"])
+    def test_a_number_beyond_a_float_gives_no_key(self, number: bytes) -> None:
+        """Python reads it as an infinity, which no canonical JSON can write."""
+        assert key_of(["body.id"], create_subject(b'{"id": ' + number + b"}")) is None
+
     def test_a_lone_surrogate_in_a_value_still_makes_a_key(self) -> None:
         subject = create_subject(b'{"id": "\\ud800"}')
         assert key_of(["body.id"], subject) is not None
         assert key_of(["body.id"], subject) != body_key("\ufffd")
+
+
+class TestKeyProperties:
+    @REPRODUCIBLE
+    @given(value=JSON)
+    def test_any_value_gives_a_bounded_key_or_none_and_never_raises(self, value: object) -> None:
+        key = dedupe_key(create_rule(fields=["body.id"]), Subject({"id": value}))
+        assert key is None or (len(key) == 64 and set(key) <= set("0123456789abcdef"))
+        scalar = value is not None and not isinstance(value, dict | list)
+        if not scalar or (isinstance(value, str) and not value.strip()):
+            assert key is None
+
+    @REPRODUCIBLE
+    @given(one=JSON, two=JSON)
+    def test_equal_keys_only_for_values_equal_as_a_filter_compares_them(
+        self, one: object, two: object
+    ) -> None:
+        rule = create_rule(fields=["body.id"])
+        key_one = dedupe_key(rule, Subject({"id": one}))
+        key_two = dedupe_key(rule, Subject({"id": two}))
+        if key_one is not None and key_one == key_two:
+            assert strict_equal(one, two)

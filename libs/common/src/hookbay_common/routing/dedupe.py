@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from enum import StrEnum
 from typing import Annotated, Final, Self
@@ -160,7 +161,7 @@ def field_value(subject: Subject, path: str) -> object:
 def key_part(value: object) -> object | None:
     """A field's value as it enters the key, or ``None`` when it cannot identify an event:
     missing, ``null``, a string that is empty or only whitespace, an object or an array (a
-    repeated query parameter is one). Integral numbers are integers, so ``1`` and ``1.0`` (equal
+    repeated query parameter is one), a number too large for a float. Integral numbers are integers, so ``1`` and ``1.0`` (equal
     to a filter) make one key; a string never equals a number or a boolean."""
     if value is MISSING or value is None:
         return None
@@ -169,6 +170,8 @@ def key_part(value: object) -> object | None:
     if value.__class__ is bool or value.__class__ is int:
         return value
     if isinstance(value, float):
+        if not math.isfinite(value):  # 1e999 parses as infinity, which JSON cannot write
+            return None
         return int(value) if value.is_integer() else value
     return None
 
