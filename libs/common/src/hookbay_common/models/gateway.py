@@ -10,6 +10,7 @@ from typing import Any, Final
 from pydantic import Field, SecretStr
 
 from hookbay_common.models.record import Record
+from hookbay_common.routing.dedupe import DedupeRule
 
 
 class DestinationState(StrEnum):
@@ -46,6 +47,11 @@ DESTINATION_TIMEOUT_DEFAULT: Final = 10
 DESTINATION_TIMEOUT_MAX: Final = 60
 MAX_CONCURRENCY_DEFAULT: Final = 20
 MAX_CONCURRENCY_MAX: Final = 64
+DELAY_MAX: Final = 86_400
+
+
+def _is_none(value: object) -> bool:
+    return value is None
 
 
 class RateLimit(Record):
@@ -130,6 +136,12 @@ class Route(Record):
     enabled: bool = True
     filter: dict[str, Any] | None = None
     transform: str | None = None
+    dedupe: DedupeRule | None = Field(default=None, exclude_if=_is_none)
+    """Deliver only the first event of each key within a window (docs/owners/routes.md,
+    "Deduplication"); ``None``: every event. Left out of dumps when ``None``, as ``delay_s``:
+    a stored or published route without them stays readable by a version without them."""
+    delay_s: int | None = Field(default=None, ge=0, le=DELAY_MAX, exclude_if=_is_none)
+    """Seconds to wait before the first attempt; ``None``: none."""
     created_at: datetime
     updated_at: datetime
 
