@@ -1,0 +1,169 @@
+import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
+import { javascript } from "@codemirror/lang-javascript";
+import { bracketMatching, HighlightStyle, syntaxHighlighting } from "@codemirror/language";
+import {
+  Compartment,
+  EditorSelection,
+  EditorState,
+  StateEffect,
+  StateField,
+} from "@codemirror/state";
+import {
+  Decoration,
+  type DecorationSet,
+  drawSelection,
+  EditorView,
+  highlightActiveLine,
+  keymap,
+  lineNumbers,
+} from "@codemirror/view";
+import { tags } from "@lezer/highlight";
+import { useEffect, useRef } from "react";
+
+/** Where the code is wrong: 1-based line and column (column may be unknown). */
+export type CodeProblem = { line: number; column: number | null };
+
+// Token colours are classes styled in styles.css with the theme's variables: both themes pass
+// WCAG AA (CodeMirror's default highlight style does not on a dark panel).
+const HIGHLIGHT = HighlightStyle.define([
+  {
+    tag: [tags.keyword, tags.controlKeyword, tags.definitionKeyword, tags.moduleKeyword],
+    class: "cm-t-keyword",
+  },
+  { tag: [tags.string, tags.special(tags.string), tags.regexp], class: "cm-t-string" },
+  { tag: [tags.number, tags.bool, tags.null, tags.atom], class: "cm-t-literal" },
+  { tag: [tags.comment, tags.lineComment, tags.blockComment], class: "cm-t-comment" },
+  {
+    tag: [tags.function(tags.variableName), tags.function(tags.propertyName)],
+    class: "cm-t-function",
+  },
+  { tag: tags.invalid, class: "cm-t-invalid" },
+]);
+
+/** The editable area's name, description and validity, for assistive technology. */
+function contentAttributes(labelledBy: string, describedBy: string | undefined, invalid: boolean) {
+  return EditorView.contentAttributes.of({
+    "aria-labelledby": labelledBy,
+    ...(describedBy ? { "aria-describedby": describedBy } : {}),
+    "aria-invalid": invalid ? "true" : "false",
+  });
+}
+
+// a compartment is a key into each editor's state: one serves every editor
+const attributes = new Compartment();
+
+const setProblem = StateEffect.define<CodeProblem | null>();
+
+/** The line the server named, marked (a class on the line, and `aria-invalid` on the editor). */
+const problemField = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(marks, tr) {
+    let next = marks.map(tr.changes);
+    for (const effect of tr.effects) {
+      if (!effect.is(setProblem)) continue;
+      const problem = effect.value;
+      if (problem === null || problem.line < 1 || problem.line > tr.state.doc.lines) {
+        next = Decoration.none;
+      } else {
+        const line = tr.state.doc.line(problem.line);
+        next = Decoration.set([
+          Decoration.line({
+            class: "cm-problem-line",
+            attributes: { "data-problem": "true" },
+          }).range(line.from),
+        ]);
+      }
+    }
+    return next;
+  },
+  provide: (field) => EditorView.decorations.from(field),
+});
+
+/** A JavaScript editor (CodeMirror 6), loaded on first use. Tab is not bound: it moves the focus
+ * on, as in any field (indent with Ctrl+] and Ctrl+[); Esc keeps its browser meaning too.
+ * `labelledBy` / `describedBy` name the editable area; a `problem` marks its line and puts the
+ * cursor there. */
+export function CodeEditor({
+  value,
+  onChange,
+  labelledBy,
+  describedBy,
+  problem,
+}: {
+  value: string;
+  onChange: (value: string) => void;
+  labelledBy: string;
+  describedBy?: string;
+  problem: CodeProblem | null;
+}) {
+  const host = useRef<HTMLDivElement>(null);
+  const view = useRef<EditorView | null>(null);
+  const changed = useRef(onChange);
+  changed.current = onChange;
+
+  // created once; later props are pushed into the view by the effects below
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the view is made once
+  useEffect(() => {
+    if (!host.current) return;
+    const editor = new EditorView({
+      parent: host.current,
+      state: EditorState.create({
+        doc: value,
+        extensions: [
+          lineNumbers(),
+          history(),
+          drawSelection(),
+          highlightActiveLine(),
+          bracketMatching(),
+          javascript(),
+          syntaxHighlighting(HIGHLIGHT),
+          keymap.of([...defaultKeymap, ...historyKeymap]),
+          problemField,
+          attributes.of(contentAttributes(labelledBy, describedBy, problem !== null)),
+          EditorView.lineWrapping,
+          EditorView.updateListener.of((update) => {
+            if (update.docChanged) changed.current(update.state.doc.toString());
+          }),
+        ],
+      }),
+    });
+    view.current = editor;
+    return () => {
+      editor.destroy();
+      view.current = null;
+    };
+  }, []);
+
+  useEffect(() => {
+    const editor = view.current;
+    if (editor && editor.state.doc.toString() !== value)
+      editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: value } });
+  }, [value]);
+
+  const invalid = problem !== null;
+  useEffect(() => {
+    view.current?.dispatch({
+      effects: attributes.reconfigure(contentAttributes(labelledBy, describedBy, invalid)),
+    });
+  }, [labelledBy, describedBy, invalid]);
+
+  useEffect(() => {
+    const editor = view.current;
+    if (!editor) return;
+    const effects = [setProblem.of(problem)];
+    if (problem && problem.line >= 1 && problem.line <= editor.state.doc.lines) {
+      const line = editor.state.doc.line(problem.line);
+      const at = Math.min(line.to, line.from + Math.max(0, (problem.column ?? 1) - 1));
+      editor.dispatch({
+        effects: [...effects, EditorView.scrollIntoView(at, { y: "center" })],
+        selection: EditorSelection.cursor(at),
+      });
+    } else {
+      editor.dispatch({ effects });
+    }
+  }, [problem]);
+
+  return <div ref={host} className="code-editor" data-testid="code-editor" />;
+}
+
+export default CodeEditor;
