@@ -50,11 +50,13 @@ export function BodyDiff({ before, after }: { before: unknown; after: unknown })
         data-testid="body-diff"
       >
         {rows.map((row, i) => {
-          const line = (
+          // the mark is seen, the word is heard: never the colour alone
+          const line = (said: string) => (
             <>
               <span aria-hidden="true" className="select-none">
                 {MARK[row.kind]}{" "}
               </span>
+              {said && <span className="sr-only">{said}</span>}
               {row.text}
             </>
           );
@@ -62,20 +64,18 @@ export function BodyDiff({ before, after }: { before: unknown; after: unknown })
           if (row.kind === "added")
             return (
               <ins key={key} className={`block no-underline ${LOOK.added}`} data-diff="added">
-                <span className="sr-only">added: </span>
-                {line}
+                {line("added: ")}
               </ins>
             );
           if (row.kind === "removed")
             return (
               <del key={key} className={`block no-underline ${LOOK.removed}`} data-diff="removed">
-                <span className="sr-only">removed: </span>
-                {line}
+                {line("removed: ")}
               </del>
             );
           return (
             <span key={key} className="block">
-              {line}
+              {line("")}
             </span>
           );
         })}

@@ -19,6 +19,7 @@ import {
 } from "@codemirror/view";
 import { tags } from "@lezer/highlight";
 import { useEffect, useRef } from "react";
+import { StyleModule } from "style-mod";
 
 /** Where the code is wrong: 1-based line and column (column may be unknown). */
 export type CodeProblem = { line: number; column: number | null };
@@ -51,6 +52,56 @@ function contentAttributes(labelledBy: string, describedBy: string | undefined, 
 
 // a compartment is a key into each editor's state: one serves every editor
 const attributes = new Compartment();
+
+/** CodeMirror styles itself with a <style> element, which the dashboard's CSP (`style-src
+ * 'self'`) refuses. Its style-mod puts the rules in a constructed stylesheet instead (not an
+ * inline style) for a root without a <head>: the document's style set is made once that way,
+ * with `head` hidden for that call only, and every editor after it uses that set. */
+function adoptStyles(): void {
+  const head = Object.getOwnPropertyDescriptor(document, "head");
+  Object.defineProperty(document, "head", { value: null, configurable: true });
+  try {
+    StyleModule.mount(document, []);
+  } finally {
+    if (head) Object.defineProperty(document, "head", head);
+    else delete (document as { head?: unknown }).head;
+  }
+}
+adoptStyles();
+
+/** The editor in the dashboard's colours (theme variables: AA in light and dark). */
+const THEME = EditorView.theme({
+  "&": {
+    border: "1px solid var(--line)",
+    borderRadius: "0.25rem",
+    background: "var(--bg)",
+    color: "var(--fg)",
+    fontSize: "0.85rem",
+  },
+  "&.cm-focused": { outline: "2px solid var(--focus)", outlineOffset: "2px" },
+  ".cm-scroller": { fontFamily: "var(--font-mono)", minHeight: "14rem", maxHeight: "32rem" },
+  ".cm-content": { caretColor: "var(--fg)" },
+  ".cm-cursor, .cm-dropCursor": { borderLeftColor: "var(--fg)" },
+  ".cm-gutters": {
+    background: "var(--panel)",
+    color: "var(--muted)",
+    borderRight: "1px solid var(--line)",
+  },
+  ".cm-activeLine": { background: "var(--hover)" },
+  ".cm-activeLineGutter": { background: "var(--hover)", color: "var(--fg)" },
+  "&.cm-focused > .cm-scroller > .cm-selectionLayer .cm-selectionBackground, .cm-selectionBackground":
+    { background: "var(--line)" },
+  ".cm-matchingBracket, &.cm-focused .cm-matchingBracket": {
+    background: "var(--hover)",
+    outline: "1px solid var(--muted)",
+    color: "inherit",
+  },
+  ".cm-nonmatchingBracket, &.cm-focused .cm-nonmatchingBracket": { color: "var(--bad)" },
+  ".cm-problem-line, .cm-problem-line.cm-activeLine": {
+    background: "var(--problem-bg)",
+    boxShadow: "inset 3px 0 0 var(--bad)",
+  },
+});
 
 const setProblem = StateEffect.define<CodeProblem | null>();
 
@@ -110,6 +161,7 @@ export function CodeEditor({
       state: EditorState.create({
         doc: value,
         extensions: [
+          THEME,
           lineNumbers(),
           history(),
           drawSelection(),
