@@ -142,7 +142,7 @@ async def test_every_screen_has_no_serious_finding(
         ("routes", f"/webhooks/{name}/routes", "big-orders"),
         ("route-editor", f"/webhooks/{name}/routes", "matched"),
         ("transformations", "/transformations", "erp-shape"),
-        ("transformation-editor", "/transformations/erp-shape", "lines added"),
+        ("transformation-editor", "/transformations/erp-shape", "Returned a request"),
         ("tokens", "/tokens", "Create token"),
         ("admin", "/admin", "New user"),
         ("not-found", "/no/such/page", "Page not found"),
