@@ -130,10 +130,10 @@ const problemField = StateField.define<DecorationSet>({
   provide: (field) => EditorView.decorations.from(field),
 });
 
-/** A JavaScript editor (CodeMirror 6), loaded on first use. Tab is not bound: it moves the focus
- * on, as in any field (indent with Ctrl+] and Ctrl+[); Esc keeps its browser meaning too.
- * `labelledBy` / `describedBy` name the editable area; a `problem` marks its line and puts the
- * cursor there. */
+/** A JavaScript editor (CodeMirror 6), loaded on first use. Tab is not bound (no
+ * `indentWithTab`): it moves the focus on, as in any field (indent with Ctrl+] and Ctrl+[); Esc
+ * only collapses a multiple selection, else it is the page's. `labelledBy` / `describedBy` name
+ * the editable area; a new `problem` marks its line and puts the cursor there. */
 export function CodeEditor({
   value,
   onChange,
@@ -199,21 +199,26 @@ export function CodeEditor({
     });
   }, [labelledBy, describedBy, invalid]);
 
+  // by value: a re-render with the same problem must not move the cursor again
+  const line = problem?.line ?? null;
+  const column = problem?.column ?? null;
   useEffect(() => {
     const editor = view.current;
     if (!editor) return;
-    const effects = [setProblem.of(problem)];
-    if (problem && problem.line >= 1 && problem.line <= editor.state.doc.lines) {
-      const line = editor.state.doc.line(problem.line);
-      const at = Math.min(line.to, line.from + Math.max(0, (problem.column ?? 1) - 1));
-      editor.dispatch({
-        effects: [...effects, EditorView.scrollIntoView(at, { y: "center" })],
-        selection: EditorSelection.cursor(at),
-      });
-    } else {
-      editor.dispatch({ effects });
+    if (line === null || line < 1 || line > editor.state.doc.lines) {
+      editor.dispatch({ effects: setProblem.of(null) });
+      return;
     }
-  }, [problem]);
+    const at = editor.state.doc.line(line);
+    const cursor = Math.min(at.to, at.from + Math.max(0, (column ?? 1) - 1));
+    editor.dispatch({
+      effects: [
+        setProblem.of({ line, column }),
+        EditorView.scrollIntoView(cursor, { y: "center" }),
+      ],
+      selection: EditorSelection.cursor(cursor),
+    });
+  }, [line, column]);
 
   return <div ref={host} className="code-editor" data-testid="code-editor" />;
 }

@@ -1,5 +1,5 @@
 import { queryOptions } from "@tanstack/react-query";
-import { ApiError, api, call, fieldProblems } from "../../api/client";
+import { ApiError, api, call } from "../../api/client";
 import type { Transformation, TransformationTestResult, TransformRequest } from "../../api/types";
 import type { CodeProblem } from "./CodeEditor";
 
@@ -58,5 +58,3 @@ export function routesInUse(error: unknown): string[] | null {
   const routes = error.body.routes;
   return Array.isArray(routes) ? routes.map(String) : null;
 }
-
-export { fieldProblems };
