@@ -47,6 +47,9 @@ export type RouteDraft = S["RouteDraft"];
 export type DryRunResult = S["DryRunResult"];
 export type DryRunEvent = S["DryRunEvent"];
 export type Transformation = S["TransformationRead"];
+export type TransformationTestResult = S["TransformationTestResult"];
+export type TransformRequest = S["RequestBody"];
+export type TransformTrace = S["TransformTraceRead"];
 
 export type Issue = S["IssueRead"];
 export type IssueStatus = S["IssueStatus"];

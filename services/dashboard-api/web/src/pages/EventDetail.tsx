@@ -18,6 +18,7 @@ import {
   StatusBadge,
   Time,
 } from "../components/ui";
+import { TransformTraces } from "../features/transformations/Trace";
 import { announce } from "../lib/announce";
 import { copyText } from "../lib/clipboard";
 import { type BodyKind, bodyBytes, bodyKind, curlFor, hexDump, indentXml } from "../lib/format";
@@ -635,6 +636,7 @@ export function EventDetail() {
           })
         }
       />
+      <TransformTraces deliveries={data.deliveries} />
       <Attempts attempts={data.attempts} />
       {awaiting !== null && (
         <p role="status" className="text-sm text-muted">
