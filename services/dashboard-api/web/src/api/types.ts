@@ -46,6 +46,9 @@ export type RouteCreate = S["RouteCreate"];
 export type RouteDraft = S["RouteDraft"];
 export type DryRunResult = S["DryRunResult"];
 export type DryRunEvent = S["DryRunEvent"];
+export type DedupeRule = S["DedupeRule"];
+export type DedupePreset = S["DedupePreset"];
+export type DryRunDedupe = S["DryRunDedupe"];
 export type Transformation = S["TransformationRead"];
 
 export type Issue = S["IssueRead"];
