@@ -7,7 +7,10 @@ the event (``hookbay_common.routing``) and writes, in one durable write:
   with the filter's reason; ``held`` (the reason: the destination's state reason) when the
   destination is paused or disabled; ``scheduled`` (waiting for its first attempt) otherwise;
   ``failed`` when the route names a destination that no longer exists;
-- for every delivery not filtered, its first task (``destination-task/1``) on the deliveries
+- ``deduplicated`` (the reason names the event it repeats) when the route's ``dedupe`` rule
+  finds another event holding the event's key (``routing.dedupe``): initial routing only, a
+  replay is the owner's request and is never deduplicated;
+- for every delivery not filtered or deduplicated, its first task (``destination-task/1``) on the deliveries
   topic, keyed by the destination's id, where the destination's lane picks it up.
 
 The configuration is the routing view's (the change log's, milliseconds behind a write). A
@@ -39,6 +42,7 @@ from hookbay_common.routing.subject import event_subject
 from hookbay_common.routing.tasks import DestinationTask, delivery_id, first_status
 from hookbay_common.topics import Topics
 from hookbay_common.wire import encode_delivery, encode_destination_task
+from hookbay_forwarder.routing.dedupe import RouteDedupe
 from hookbay_forwarder.writes import Message
 
 Write = Callable[[Sequence[Message]], Awaitable[None]]
@@ -69,10 +73,14 @@ class RouteLookup(Protocol):
 
 
 class Router:
-    def __init__(self, view: RouteLookup, write: Write, topics: Topics) -> None:
+    def __init__(
+        self, view: RouteLookup, write: Write, topics: Topics, *, dedupe: RouteDedupe | None = None
+    ) -> None:
         self._view = view
         self._write = write
         self._topics = topics
+        self._dedupe = dedupe or RouteDedupe(None)
+        """Without one, routes' ``dedupe`` rules deliver everything (no Redis configured)."""
         self._filters: dict[str, tuple[datetime, Filter | None]] = {}
 
     async def route(
@@ -115,6 +123,15 @@ class Router:
                     f"destination {route.destination!r} no longer exists", route.id,
                 ))  # fmt: skip
                 continue
+            if route.dedupe is not None and trigger is AttemptTrigger.INITIAL:
+                subject = subject or event_subject(event)
+                holder = await self._dedupe.duplicate_of(route, route.dedupe, event, subject)
+                if holder is not None:
+                    deliveries.append(self._delivery(
+                        event, source, route.name, route.destination, at,
+                        DeliveryStatus.DEDUPLICATED, f"duplicate of {holder}", route.id,
+                    ))  # fmt: skip
+                    continue
             status, reason = first_status(destination)
             delivery = self._delivery(event, source, route.name, route.destination, at, status,
                                       reason, route.id)  # fmt: skip
