@@ -74,6 +74,12 @@ async def demo_data(stack: Stack) -> tuple[Owner, dict[str, Any], str]:
     )  # fmt: skip
     json_event = await stack.event(sent[0])
     await gateway_config(owner, hook, stack)
+    code = "addHandler('transform', (request, context) => {\n  console.log(request.path);\n" \
+           "  request.body = {order: request.body.id};\n  return request;\n});"  # fmt: skip
+    made = await owner.api.post(
+        "/api/v1/transformations", json={"name": "erp-shape", "code": code, "env": {"KEY": "k"}}
+    )
+    assert made.status_code == 201, made.text
     return owner, hook, json_event.id
 
 
@@ -135,6 +141,8 @@ async def test_every_screen_has_no_serious_finding(
         ("alert-channels", "/alert-channels", "New alert channel"),
         ("routes", f"/webhooks/{name}/routes", "big-orders"),
         ("route-editor", f"/webhooks/{name}/routes", "matched"),
+        ("transformations", "/transformations", "erp-shape"),
+        ("transformation-editor", "/transformations/erp-shape", "Returned a request"),
         ("tokens", "/tokens", "Create token"),
         ("admin", "/admin", "New user"),
         ("not-found", "/no/such/page", "Page not found"),
@@ -156,6 +164,10 @@ async def test_every_screen_has_no_serious_finding(
                 await page.goto(path)
                 await page.get_by_role("button", name="Edit big-orders").click()
                 await expect(page.get_by_text("The filter is valid")).to_be_visible()
+            elif screen == "transformation-editor":  # the code editor, a test run and its diff
+                await page.goto(path)
+                await expect(page.locator(".cm-content")).to_be_visible()
+                await page.get_by_role("button", name="Run test").click()
             elif screen == "forbidden":  # the admin signs out, a user signs in
                 await page.goto("/")
                 await page.get_by_role("button", name="Sign out").click()

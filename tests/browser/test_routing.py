@@ -314,6 +314,85 @@ class TestRoutes:
         (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
         assert saved["delay_s"] is None
 
+    async def test_a_routes_deduplication_is_set_checked_and_dry_run(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        name = hook["name"]
+        await destination(owner, "sink", stack.receiver.url())
+        keyed = await stack.send(hook, b'{"id": "evt_b1"}')
+        keyless = await stack.send(hook, b'{"type": "ping"}')
+        await stack.event(keyed)
+        await stack.event(keyless)
+        page = session.page
+        await session.login(owner, f"/webhooks/{name}/routes")
+        await page.get_by_role("button", name="New route").click()
+        form = page.get_by_role("form", name="New route")
+        await form.get_by_label("Name", exact=True).fill("once")
+        section = form.get_by_role("group", name="Deduplication")
+        await section.get_by_label("Key", exact=True).select_option("preset")
+        await section.get_by_label("Provider").select_option("stripe")
+        await section.get_by_label("Window", exact=True).fill("2")
+        await section.get_by_label("Window unit").select_option("hours")
+        panel = form.get_by_role("region", name="Dry run")
+        await expect(panel.get_by_role("row").filter(has_text=keyed)).to_contain_text(
+            'body.id="evt_b1"'
+        )
+        await expect(panel.get_by_role("row").filter(has_text=keyless)).to_contain_text(
+            "no key (body.id missing)"
+        )
+
+        # the server judges the rule as it is typed: a bad path is shown in the section
+        await section.get_by_label("Key", exact=True).select_option("fields")
+        fields = section.get_by_label("Key fields")
+        await fields.fill("id")
+        await expect(section).to_contain_text("fields.0: Value error, the field 'id' must start")
+        await expect(fields).to_have_attribute("aria-invalid", ACCESSIBLE_INVALID)
+        await fields.fill("body.id")
+        await expect(section).not_to_contain_text("fields.0")
+        await form.get_by_role("button", name="Create route").click()
+        listed = row(page, "once")
+        await expect(listed).to_contain_text("body.id, 2 hours")
+        (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert saved["dedupe"] == {"window_s": 7200, "preset": None, "fields": ["body.id"]}
+
+        # delivered once: the second event with the key is deduplicated, naming the first
+        first: dict[str, Any] = {}
+        probes = 0
+
+        async def routed() -> bool:
+            nonlocal first, probes
+            probes += 1
+            body = json.dumps({"id": f"evt_first_{probes}"}).encode()
+            event = await stack.event(await stack.send(hook, body), "success")
+            first = await read(owner, f"/api/v1/events/{event.id}")
+            return len(first["deliveries"]) == 1
+
+        await until(routed, 30, interval=0.2, what="an event routed over the new route")
+        again = json.dumps({"id": f"evt_first_{probes}"}).encode()
+        duplicate = await stack.event(await stack.send(hook, again), "success")
+        detail = await read(owner, f"/api/v1/events/{duplicate.id}")
+        assert [(d["status"], d["reason"]) for d in detail["deliveries"]] == [
+            ("deduplicated", f"duplicate of {first['id']}")
+        ]
+        await page.goto(f"/events/{duplicate.id}")
+        rows = page.get_by_role("table", name="The event's deliveries, one per route")
+        dropped = rows.get_by_role("row").filter(has_text="sink")
+        await expect(dropped).to_contain_text("deduplicated")
+        await expect(dropped).to_contain_text(f"duplicate of {first['id']}")
+        await dropped.get_by_role("link", name=first["id"]).click()
+        await page.wait_for_url(f"**/events/{first['id']}")
+
+        await page.goto(f"/webhooks/{name}/routes")
+        await row(page, "once").get_by_role("button", name="Edit once").click()
+        edit = page.get_by_role("form", name="Edit route once")
+        await edit.get_by_label("Key", exact=True).select_option("none")
+        await edit.get_by_role("button", name="Save route").click()
+        await expect(row(page, "once")).not_to_contain_text("body.id")
+        (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
+        assert saved["dedupe"] is None
+
     async def test_routes_are_moved_disabled_and_deleted(
         self, stack: Stack, session: Session
     ) -> None:

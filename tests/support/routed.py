@@ -35,12 +35,15 @@ class RoutedStack:
     async def owner(self) -> Owner:
         return await self.dashboard.owner()
 
-    async def send(self, owner: Owner, webhook: str, body: bytes, query: str = "") -> str:
-        """POST ``body`` to the webhook's intake URL, with ``query`` if given (again after a
-        503); its request id."""
+    async def send(
+        self, owner: Owner, webhook: str, body: bytes, query: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> str:  # fmt: skip
+        """POST ``body`` to the webhook's intake URL, with ``query`` and ``headers`` if given
+        (again after a 503); its request id."""
         path = f"/w/{owner.username}/{webhook}" + (f"?{query}" if query else "")
         answers: list[httpx.Response] = []
-        headers = {"content-type": "application/json"}
+        headers = {"content-type": "application/json", **(headers or {})}
 
         async def answered() -> bool:  # a 503 (Kafka slow on a new topic) is sent again
             answers.append(await self.intake.post(path, content=body, headers=headers))

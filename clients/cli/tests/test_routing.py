@@ -150,6 +150,132 @@ class TestRoute:
         assert (status, "no transformation named 'missing'" in err) == (1, True), err
         await ok("transformation", "delete", "shape", env=owner_env)
 
+    async def test_dedupe_options(
+        self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
+    ) -> None:
+        webhook = await cli_dashboard.runtime.webhooks.create(
+            create_webhook(username=owner.username, name="orders")
+        )
+        await ok("destination", "create", "billing", "--url", "http://127.0.0.1:9/b", env=owner_env)
+        created = await ok_json(
+            "route", "create", "orders", "gh", "--destination", "billing",
+            "--dedupe-preset", "github", "--dedupe-window", "1h", env=owner_env,
+        )  # fmt: skip
+        assert created["dedupe"] == {"window_s": 3600, "preset": "github", "fields": None}
+        listed = await ok("route", "list", "orders", env=owner_env)
+        assert listed.splitlines()[1].split()[-2:] == ["github", "1h"], listed
+        changed = await ok_json(
+            "route", "set", "orders", "gh", "--dedupe-fields", "body.id, headers.X-Request-Id",
+            "--dedupe-window", "90", env=owner_env,
+        )  # fmt: skip
+        assert changed["dedupe"] == {
+            "window_s": 90, "preset": None, "fields": ["body.id", "headers.x-request-id"]
+        }  # fmt: skip
+        event = create_event(
+            username=owner.username, webhook_id=webhook.id, webhook_name="orders",
+            body=b'{"id": "evt_9"}', created_at=utcnow(),
+        )  # fmt: skip
+        await cli_dashboard.runtime.events.upsert(event)
+        text = await ok("route", "dry-run", "orders", "gh", env=owner_env)
+        assert "no key (headers.x-request-id missing)" in text, text
+        removed = await ok_json("route", "set", "orders", "gh", "--no-dedupe", env=owner_env)
+        assert removed["dedupe"] is None
+        for args, message, code in [
+            (
+                ["create", "orders", "x", "--destination", "billing", "--dedupe-preset", "github"],
+                "needs --dedupe-window",
+                2,
+            ),
+            (
+                ["create", "orders", "x", "--destination", "billing", "--dedupe-window", "1h"],
+                "needs --dedupe-preset or --dedupe-fields",
+                2,
+            ),
+            (
+                [
+                    "create",
+                    "orders",
+                    "x",
+                    "--destination",
+                    "billing",
+                    "--dedupe-preset",
+                    "github",
+                    "--dedupe-fields",
+                    "body.id",
+                    "--dedupe-window",
+                    "1h",
+                ],
+                "exclude each other",
+                2,
+            ),
+            (
+                [
+                    "create",
+                    "orders",
+                    "x",
+                    "--destination",
+                    "billing",
+                    "--dedupe-preset",
+                    "gitlab",
+                    "--dedupe-window",
+                    "1h",
+                ],
+                "'gitlab' is not one of",
+                2,
+            ),
+            (
+                [
+                    "create",
+                    "orders",
+                    "x",
+                    "--destination",
+                    "billing",
+                    "--dedupe-preset",
+                    "github",
+                    "--dedupe-window",
+                    "soon",
+                ],
+                "not a duration",
+                2,
+            ),
+            (
+                [
+                    "create",
+                    "orders",
+                    "x",
+                    "--destination",
+                    "billing",
+                    "--dedupe-preset",
+                    "github",
+                    "--dedupe-window",
+                    "8d",
+                ],
+                "dedupe.window_s",
+                1,
+            ),
+            (
+                [
+                    "create",
+                    "orders",
+                    "x",
+                    "--destination",
+                    "billing",
+                    "--dedupe-fields",
+                    "id",
+                    "--dedupe-window",
+                    "1h",
+                ],
+                "must start with 'body.'",
+                1,
+            ),
+            (["set", "orders", "gh", "--no-dedupe", "--dedupe-window", "1h"], "excludes", 2),
+        ]:
+            status, _, err = await hookbay("route", *args, env=owner_env)
+            assert (status, message in err) == (code, True), (args, err)
+        assert [r["name"] for r in await ok_json("route", "list", "orders", env=owner_env)] == [
+            "gh"
+        ]
+
     async def test_refusals_and_another_owners_names(
         self, cli_dashboard: Dashboard, owner: Owner, owner_env: dict[str, str]
     ) -> None:

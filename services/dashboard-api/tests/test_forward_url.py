@@ -94,6 +94,10 @@ class TestManaged:
         owner = await forwarding(dashboard)
         for response in (
             await owner.client.patch(f"{HOOKS}/orders/routes/forward_url", json={"enabled": False}),
+            await owner.client.patch(
+                f"{HOOKS}/orders/routes/forward_url",
+                json={"dedupe": {"window_s": 60, "preset": "github"}},
+            ),
             await owner.client.delete(f"{HOOKS}/orders/routes/forward_url"),
         ):
             assert response.status_code == 409, response.text

@@ -124,7 +124,28 @@ class TestCreate:
             ({"filter": {"path": {"a": 1}}}, ["body", "filter", "path"], "filter /path"),
             ({"filter": {"body": {"k": "v" * 17000}}}, ["body", "filter"], "at most"),
             ({"transform": "reshape"}, ["body", "transform"], "no transformation named"),
-            ({"dedupe": {"window_s": 60}}, ["body", "dedupe"], "not available yet"),
+            ({"dedupe": {"window_s": 60}}, ["body", "dedupe"], "exactly one of preset or fields"),
+            ({"dedupe": {"window_s": 60, "preset": "github", "fields": ["body.id"]}},
+             ["body", "dedupe"], "both given"),
+            ({"dedupe": {"window_s": 60, "preset": "gitlab"}},
+             ["body", "dedupe", "preset"], "'github'"),
+            ({"dedupe": {"window_s": 0, "preset": "github"}},
+             ["body", "dedupe", "window_s"], "greater than or equal to 1"),
+            ({"dedupe": {"window_s": 604801, "preset": "github"}},
+             ["body", "dedupe", "window_s"], "less than or equal to 604800"),
+            ({"dedupe": {"window_s": "1h", "preset": "github"}},
+             ["body", "dedupe", "window_s"], "valid integer"),
+            ({"dedupe": {"preset": "github"}}, ["body", "dedupe", "window_s"], "required"),
+            ({"dedupe": {"window_s": 60, "fields": ["id"]}},
+             ["body", "dedupe", "fields", 0], "must start with 'body.'"),
+            ({"dedupe": {"window_s": 60, "fields": ["body.id", "headers.bad name"]}},
+             ["body", "dedupe", "fields", 1], "not an HTTP header name"),
+            ({"dedupe": {"window_s": 60, "fields": []}}, ["body", "dedupe", "fields"], "1 to 5"),
+            ({"dedupe": {"window_s": 60, "fields": ["headers.X-A", "headers.x-a"]}},
+             ["body", "dedupe", "fields"], "named twice"),
+            ({"dedupe": {"window_s": 60, "preset": "github", "scope": "owner"}},
+             ["body", "dedupe", "scope"], "not permitted"),
+            ({"dedupe": "github"}, ["body", "dedupe"], "valid dictionary"),
             ({"delay_s": -1}, ["body", "delay_s"], "greater than or equal to 0"),
             ({"delay_s": 86401}, ["body", "delay_s"], "less than or equal to 86400"),
             ({"delay_s": 1.5}, ["body", "delay_s"], "valid integer"),
@@ -210,6 +231,31 @@ class TestChange:
         listed = (await owner.client.get(f"{HOOKS}/orders/routes")).json()
         assert [r["delay_s"] for r in listed] == [90]
 
+    async def test_dedupe_is_set_replaced_and_removed(self, dashboard: Dashboard) -> None:
+        owner = await setup(dashboard)
+        created = await add(owner, "r", dedupe={"window_s": 3600, "preset": "github"})
+        assert created.status_code == 201, created.text
+        assert created.json()["dedupe"] == {"window_s": 3600, "preset": "github", "fields": None}
+
+        async def patch(**body: object) -> dict[str, Any]:
+            response = await owner.client.patch(f"{HOOKS}/orders/routes/r", json=body)
+            assert response.status_code == 200, response.text
+            return dict(response.json())
+
+        own = {"window_s": 60, "fields": ["body.data.id", "headers.X-Tenant"]}
+        changed = await patch(dedupe=own)
+        assert changed["dedupe"] == {
+            "window_s": 60, "preset": None, "fields": ["body.data.id", "headers.x-tenant"]
+        }  # fmt: skip
+        assert (await patch(enabled=False))["dedupe"] == changed["dedupe"]  # kept when not sent
+        webhook = await dashboard.runtime.webhooks.require(owner.username, "orders")
+        rule = webhook.routes[0].dedupe
+        assert rule is not None
+        assert (rule.window_s, rule.fields) == (60, ("body.data.id", "headers.x-tenant"))
+        assert (await patch(dedupe=None))["dedupe"] is None
+        webhook = await dashboard.runtime.webhooks.require(owner.username, "orders")
+        assert webhook.routes[0].dedupe is None
+
     async def test_position_moves_a_route(self, dashboard: Dashboard) -> None:
         owner = await setup(dashboard)
         for name in ("a", "b", "c", "d"):
@@ -235,6 +281,9 @@ class TestChange:
             ({"transform": "t"}, ["body", "transform"]),
             ({"delay_s": 86401}, ["body", "delay_s"]),
             ({"name": "renamed"}, ["body", "name"]),
+            ({"dedupe": {"window_s": 60}}, ["body", "dedupe"]),
+            ({"dedupe": {"window_s": 60, "preset": "svix"}}, ["body", "dedupe", "preset"]),
+            ({"dedupe": {"window_s": 60, "fields": ["body."]}}, ["body", "dedupe", "fields", 0]),
         ],
     )
     async def test_bad_changes_are_a_422_and_change_nothing(
@@ -424,6 +473,38 @@ class TestDryRun:
         assert (run["route"], run["saved"], run["evaluated"]) == ("proposal", False, 2)
         assert await names(owner) == []  # nothing saved
 
+    async def test_each_matched_event_shows_its_dedupe_key_or_none(
+        self, dashboard: Dashboard
+    ) -> None:
+        owner = await setup(dashboard)
+        rule = {"window_s": 60, "fields": ["body.id", "headers.x-tenant"]}
+        await add(owner, "r", dedupe=rule, filter={"body": {"take": True}})
+        keyed = {"content-type": "application/json", "x-tenant": "acme"}
+        (full,) = await store(dashboard, owner, 1, body=b'{"id": 7, "take": true}',
+                              request_headers=keyed)  # fmt: skip
+        (twin,) = await store(dashboard, owner, 1, body=b'{"id": 7.0, "take": true}',
+                              request_headers=keyed)  # fmt: skip
+        (partial,) = await store(dashboard, owner, 1, body=b'{"id": 7, "take": true}')
+        (skipped,) = await store(dashboard, owner, 1, body=b'{"id": 7}', request_headers=keyed)
+        run = (await owner.client.post(f"{HOOKS}/orders/routes/r/dry-run", json={})).json()
+        shown = {e["event_id"]: e["dedupe"] for e in run["events"]}
+        assert shown[full.id]["fields"] == {"body.id": 7, "headers.x-tenant": "acme"}
+        assert shown[full.id]["missing"] == []
+        assert len(shown[full.id]["key"]) == 64
+        assert shown[twin.id] == shown[full.id]  # 7 and 7.0: one key
+        assert shown[partial.id] == {
+            "key": None, "fields": {"body.id": 7}, "missing": ["headers.x-tenant"]
+        }  # fmt: skip
+        assert shown[skipped.id] is None  # filtered: no key shown
+        draft = {"route": {"dedupe": {"window_s": 5, "preset": "stripe"}}}
+        tried = (await owner.client.post(f"{HOOKS}/orders/routes/r/dry-run", json=draft)).json()
+        assert {e["dedupe"]["missing"][0] if e["dedupe"]["key"] is None else "key"
+                for e in tried["events"]} == {"key"}  # fmt: skip
+        plain = await add(owner, "plain")
+        assert plain.status_code == 201
+        run = (await owner.client.post(f"{HOOKS}/orders/routes/plain/dry-run", json={})).json()
+        assert {e["dedupe"] for e in run["events"]} == {None}
+
     async def test_a_webhook_without_events(self, dashboard: Dashboard) -> None:
         owner = await setup(dashboard)
         await add(owner, "r")
@@ -443,6 +524,10 @@ class TestDryRun:
                 ["body", "route", "filter", "body", "a", "$gtx"],
             ),
             ({"route": "r"}, ["body", "route"]),
+            (
+                {"route": {"dedupe": {"window_s": 9e9, "preset": "github"}}},
+                ["body", "route", "dedupe", "window_s"],
+            ),
             ({"extra": 1}, ["body", "extra"]),
         ],
     )

@@ -179,6 +179,36 @@ class TestRouteCommands:
         assert ok_json(hookbay("route", "set", owner, "orders", "r", "--delay", "0",
                                "--json"))["delay_s"] is None  # fmt: skip
 
+    def test_dedupe_options(self, hookbay: Invoke, owner: str) -> None:
+        created = ok_json(hookbay(
+            "route", "create", owner, "orders", "r", "--destination", "billing",
+            "--dedupe-preset", "stripe", "--dedupe-window", "1d", "--json",
+        ))  # fmt: skip
+        assert created["dedupe"] == {"window_s": 86400, "preset": "stripe", "fields": None}
+        table = hookbay("route", "list", owner, "orders")
+        assert "stripe 1d" in table.stdout, table.stdout
+        changed = ok_json(hookbay(
+            "route", "set", owner, "orders", "r", "--dedupe-fields", "query.id,body.n",
+            "--dedupe-window", "30m", "--json",
+        ))  # fmt: skip
+        assert changed["dedupe"] == {
+            "window_s": 1800,
+            "preset": None,
+            "fields": ["query.id", "body.n"],
+        }
+        human = hookbay("route", "dry-run", owner, "orders", "r")
+        assert "DEDUPE KEY" in human.stdout, human.stdout
+        fails(hookbay("route", "set", owner, "orders", "r", "--dedupe-preset", "github",
+                      "--dedupe-window", "8d"), "dedupe.window_s")  # fmt: skip
+        fails(hookbay("route", "set", owner, "orders", "r", "--dedupe-fields", "body..x",
+                      "--dedupe-window", "1h"), "empty segment")  # fmt: skip
+        fails(hookbay("route", "set", owner, "orders", "r", "--dedupe-preset", "github"),
+              "needs --dedupe-window", 2)  # fmt: skip
+        fails(hookbay("route", "set", owner, "orders", "r", "--no-dedupe", "--dedupe-window", "1h"),
+              "excludes", 2)  # fmt: skip
+        removed = ok_json(hookbay("route", "set", owner, "orders", "r", "--no-dedupe", "--json"))
+        assert removed["dedupe"] is None
+
     def test_dry_run(self, hookbay: Invoke, owner: str) -> None:
         ok_json(hookbay("route", "create", owner, "orders", "r", "--destination", "billing",
                         "--json"))  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from hookbay_cli.dedupe import dedupe_key_text, dedupe_options, dedupe_rule, dedupe_text
 from hookbay_cli.main import _call, _emit, _fields, _get, _q, _run, _table, hookbay, json_flag
 
 
@@ -281,9 +282,10 @@ def route_list(webhook: str, as_json: bool) -> None:
     found = _run(lambda c: _get(c, _routes(webhook)))
     rows = [[str(r["position"]), r["name"], r["destination"], "yes" if r["enabled"] else "no",
              json.dumps(r["filter"]) if r["filter"] is not None else "-",
-             r.get("transform") or "-", f"{r['delay_s']}s" if r.get("delay_s") else "-"]
+             r.get("transform") or "-", dedupe_text(r.get("dedupe")),
+             f"{r['delay_s']}s" if r.get("delay_s") else "-"]
             for r in found]  # fmt: skip
-    head = ["#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM", "DELAY"]
+    head = ["#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM", "DEDUPE", "DELAY"]
     _emit(found, as_json, lambda _: _table(rows, head))
 
 
@@ -303,6 +305,7 @@ def route_show(webhook: str, name: str, as_json: bool) -> None:
 @click.option("--destination", required=True, help="The destination's name.")
 @filter_options
 @transform_option
+@dedupe_options(removable=False)
 @delay_option
 @click.option("--disabled", is_flag=True, help="Create it disabled.")
 @click.option("--position", type=click.IntRange(min=0), default=None,
@@ -310,7 +313,8 @@ def route_show(webhook: str, name: str, as_json: bool) -> None:
 @json_flag
 def route_create(
     webhook: str, name: str, destination: str, filter_text: str | None,
-    filter_file: str | None, transform: str | None, delay_s: int | None, disabled: bool,
+    filter_file: str | None, transform: str | None, dedupe_preset: str | None,
+    dedupe_fields: str | None, dedupe_window: str | None, delay_s: int | None, disabled: bool,
     position: int | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Add route NAME to WEBHOOK."""
@@ -320,6 +324,9 @@ def route_create(
         body["filter"] = spec
     if transform is not None:
         body["transform"] = transform
+    rule = dedupe_rule(dedupe_preset, dedupe_fields, dedupe_window)
+    if rule is not None:
+        body["dedupe"] = rule
     if delay_s is not None:
         body["delay_s"] = delay_s
     if position is not None:
@@ -336,6 +343,7 @@ def route_create(
 @click.option("--no-filter", is_flag=True, help="Take every event.")
 @transform_option
 @click.option("--no-transform", is_flag=True, help="Run no transformation.")
+@dedupe_options(removable=True)
 @delay_option
 @click.option("--enable/--disable", "enabled", default=None, help="Turn the route on or off.")
 @click.option("--position", type=click.IntRange(min=0), default=None, help="Move it (0: first).")
@@ -343,7 +351,9 @@ def route_create(
 def route_set(
     webhook: str, name: str, destination: str | None, filter_text: str | None,
     filter_file: str | None, no_filter: bool, transform: str | None, no_transform: bool,
-    delay_s: int | None, enabled: bool | None, position: int | None, as_json: bool,
+    dedupe_preset: str | None, dedupe_fields: str | None, dedupe_window: str | None,
+    no_dedupe: bool, delay_s: int | None, enabled: bool | None, position: int | None,
+    as_json: bool,
 ) -> None:  # fmt: skip
     """Change route NAME of WEBHOOK."""
     spec = _filter(filter_text, filter_file)
@@ -361,6 +371,9 @@ def route_set(
         raise click.UsageError("--transform and --no-transform exclude each other")
     if transform is not None or no_transform:
         body["transform"] = transform
+    rule = dedupe_rule(dedupe_preset, dedupe_fields, dedupe_window, remove=no_dedupe)
+    if rule is not None or no_dedupe:
+        body["dedupe"] = rule
     if not body:
         raise click.UsageError("nothing to change: give an option (see --help)")
     changed = _run(lambda c: _call(c, "PATCH", _routes(webhook, name), body))
@@ -396,9 +409,10 @@ def route_dry_run(
 
     def render(r: dict[str, Any]) -> str:
         rows = [[e["created_at"], e["event_id"], "yes" if e["matched"] else "no",
-                 e["reason"] or "-", _transformed(e.get("transform"))]
+                 e["reason"] or "-", dedupe_key_text(e.get("dedupe")),
+                 _transformed(e.get("transform"))]
                 for e in r["events"]]  # fmt: skip
-        head = ["RECEIVED", "EVENT", "MATCHED", "WHY NOT", "TRANSFORM"]
+        head = ["RECEIVED", "EVENT", "MATCHED", "WHY NOT", "DEDUPE KEY", "TRANSFORM"]
         text = _table(rows, head) + "\n" if rows else ""
         return f"{text}{r['matched']} of {r['evaluated']} matched; nothing was delivered"
 

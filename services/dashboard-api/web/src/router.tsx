@@ -147,6 +147,22 @@ const channelsRoute = createRoute({
   path: "alert-channels",
   component: lazyRouteComponent(() => import("./features/alerts/AlertChannels"), "AlertChannels"),
 });
+const transformationsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "transformations",
+  component: lazyRouteComponent(
+    () => import("./features/transformations/Transformations"),
+    "Transformations",
+  ),
+});
+const transformationRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "transformations/$trf",
+  component: lazyRouteComponent(
+    () => import("./features/transformations/TransformationDetail"),
+    "TransformationDetail",
+  ),
+});
 const tokensRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "tokens",
@@ -167,6 +183,8 @@ const routeTree = rootRoute.addChildren([
     destinationRoute,
     issuesRoute,
     channelsRoute,
+    transformationsRoute,
+    transformationRoute,
     tokensRoute,
     adminRoute,
   ]),

@@ -179,3 +179,16 @@ class TransformMetrics:
             name("forwarder_transformations_suspended"),
             "Transformations this process holds suspended.", registry=r,
         )  # fmt: skip
+
+
+class DedupeMetrics:
+    """Routes' deduplication claims (``routing.dedupe``), added to a process's registry; no
+    route, owner or key label (unbounded)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.claims = Counter(
+            name("forwarder_dedupe_claims"),
+            "Deduplication claims of routed events by outcome: first, repeat (the same event "
+            "again), duplicate (not delivered), unavailable (Redis away: delivered), "
+            "unconfigured (no Redis: delivered).", ["outcome"], registry=registry,
+        )  # fmt: skip

@@ -108,7 +108,7 @@ class TestHeldAcrossRestarts:
         configs = {dest: LaneConfig(max_concurrency=1)}
         first = Recorder(stop_after=25)
         async with instance(settings, first.deliver, configs, grace=0) as (lanes, _):
-            await lanes.adopt(lambda d: True)
+            await lanes.adopt(lambda d: d == dest)
             await until(first.blocked.is_set, what="the first instance stuck mid-drain")
         assert first.delivered == ids[:25]
         second = Recorder()
@@ -153,7 +153,7 @@ class TestHeldAcrossRestarts:
             lanes,
             _,
         ):
-            await lanes.adopt(lambda d: True)
+            await lanes.adopt(lambda d: d == dest)
             await until(first.blocked.is_set, what="the first instance stuck mid-drain")
         assert first.delivered == ids[:20]
         second = Recorder()

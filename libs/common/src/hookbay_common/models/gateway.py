@@ -10,6 +10,7 @@ from typing import Any, Final
 from pydantic import Field, SecretStr
 
 from hookbay_common.models.record import Record
+from hookbay_common.routing.dedupe import DedupeRule
 
 
 class DestinationState(StrEnum):
@@ -48,6 +49,10 @@ MAX_CONCURRENCY_DEFAULT: Final = 20
 MAX_CONCURRENCY_MAX: Final = 64
 ROUTE_DELAY_MAX: Final = 86_400
 """A route's longest delay, in seconds (24 h)."""
+
+
+def _is_none(value: object) -> bool:
+    return value is None
 
 
 class RateLimit(Record):
@@ -123,8 +128,8 @@ class Route(Record):
     them) go to the owner's destination named ``destination``, reshaped first by the owner's
     transformation named ``transform`` when there is one, and ``delay_s`` seconds after they
     arrived (``ROUTE_DELAY_MAX`` at most; ``None`` or 0: at once). ``filter`` is the owner's
-    filter document as saved (``hookbay_common.routing.filters``). ``transform`` and
-    ``delay_s`` are left out of the stored and published record when ``None``, so a record
+    filter document as saved (``hookbay_common.routing.filters``). ``transform``, ``dedupe``
+    and ``delay_s`` are left out of the stored and published record when ``None``, so a record
     without them reads on a replica of an earlier version (``route_document``)."""
 
     id: str
@@ -132,17 +137,23 @@ class Route(Record):
     destination: str
     enabled: bool = True
     filter: dict[str, Any] | None = None
-    delay_s: int | None = None
     transform: str | None = None
+    dedupe: DedupeRule | None = Field(default=None, exclude_if=_is_none)
+    """Deliver only the first event of each key within a window (docs/owners/routes.md,
+    "Deduplication"); ``None``: every event. Left out of dumps when ``None``, as ``delay_s``:
+    a stored or published route without them stays readable by a version without them."""
+    delay_s: int | None = Field(default=None, ge=0, le=ROUTE_DELAY_MAX, exclude_if=_is_none)
+    """Seconds to wait before the first attempt (``ROUTE_DELAY_MAX`` at most); ``None`` or 0:
+    none."""
     created_at: datetime
     updated_at: datetime
 
 
 def route_document(route: Route) -> dict[str, Any]:
-    """``route`` as a JSON-ready map for the store and the change log, ``transform`` and
-    ``delay_s`` left out when ``None`` (readable by replicas that predate them)."""
+    """``route`` as a JSON-ready map for the store and the change log, ``transform`` left out
+    when it is ``None`` (readable by replicas that predate it); ``dedupe`` and ``delay_s`` are
+    left out of every dump when ``None``."""
     doc = route.model_dump(mode="python")
-    for optional in ("transform", "delay_s"):
-        if doc[optional] is None:
-            del doc[optional]
+    if doc["transform"] is None:
+        del doc["transform"]
     return doc

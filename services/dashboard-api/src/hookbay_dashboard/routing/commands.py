@@ -10,6 +10,12 @@ import click
 
 from hookbay_common.cli import CliState, Runtime, json_option, pass_state, table
 from hookbay_dashboard.destinations.commands import validated
+from hookbay_dashboard.routing.dedupe_options import (
+    dedupe_key_text,
+    dedupe_options,
+    dedupe_rule,
+    dedupe_text,
+)
 
 # Only click at import time: `hookbay-admin --help` loads this module (see hookbay_common.cli).
 if TYPE_CHECKING:
@@ -110,6 +116,7 @@ def route() -> None:
 @with_filter
 @click.option("--transform", default=None, metavar="NAME",
               help="Run the owner's transformation NAME on each delivery.")  # fmt: skip
+@dedupe_options(removable=False)
 @delay_option
 @click.option("--disabled", is_flag=True, help="Create it disabled.")
 @click.option("--position", type=click.IntRange(min=0), default=None,
@@ -119,6 +126,7 @@ def route() -> None:
 def route_create(
     state: CliState, /, username: str, webhook: str, name: str, destination: str,
     filter_text: str | None, filter_file: str | None, transform: str | None,
+    dedupe_preset: str | None, dedupe_fields: str | None, dedupe_window: str | None,
     delay_s: int | None, disabled: bool, position: int | None,
 ) -> None:  # fmt: skip
     """Add route NAME to USERNAME's WEBHOOK."""
@@ -130,6 +138,9 @@ def route_create(
         fields["filter"] = spec
     if transform is not None:
         fields["transform"] = transform
+    rule = dedupe_rule(dedupe_preset, dedupe_fields, dedupe_window)
+    if rule is not None:
+        fields["dedupe"] = rule
     if delay_s is not None:
         fields["delay_s"] = delay_s
     if position is not None:
@@ -152,6 +163,7 @@ def route_create(
 @click.option("--transform", default=None, metavar="NAME",
               help="Run the owner's transformation NAME on each delivery.")  # fmt: skip
 @click.option("--no-transform", is_flag=True, help="Run no transformation.")
+@dedupe_options(removable=True)
 @delay_option
 @click.option("--enable/--disable", "enabled", default=None, help="Turn the route on or off.")
 @click.option("--position", type=click.IntRange(min=0), default=None, help="Move it (0: first).")
@@ -160,7 +172,9 @@ def route_create(
 def route_set(
     state: CliState, /, username: str, webhook: str, name: str, destination: str | None,
     filter_text: str | None, filter_file: str | None, no_filter: bool, transform: str | None,
-    no_transform: bool, delay_s: int | None, enabled: bool | None, position: int | None,
+    no_transform: bool, dedupe_preset: str | None, dedupe_fields: str | None,
+    dedupe_window: str | None, no_dedupe: bool, delay_s: int | None, enabled: bool | None,
+    position: int | None,
 ) -> None:  # fmt: skip
     """Change a route."""
     from hookbay_dashboard.routing.schemas import RouteUpdate
@@ -180,6 +194,9 @@ def route_set(
         raise click.UsageError("--transform and --no-transform exclude each other")
     if transform is not None or no_transform:
         fields["transform"] = transform
+    rule = dedupe_rule(dedupe_preset, dedupe_fields, dedupe_window, remove=no_dedupe)
+    if rule is not None or no_dedupe:
+        fields["dedupe"] = rule
     if not fields:
         raise click.UsageError("nothing to change: give an option (see --help)")
     write = validated(RouteUpdate, fields, "route")
@@ -208,11 +225,11 @@ def route_list(state: CliState, username: str, webhook: str) -> None:
         rows = [
             (v["position"], v["name"], v["destination"], "yes" if v["enabled"] else "no",
              json.dumps(v["filter"]) if v["filter"] is not None else None, v["transform"],
-             f"{v['delay_s']}s" if v["delay_s"] else None)
+             dedupe_text(v["dedupe"]), f"{v['delay_s']}s" if v["delay_s"] else None)
             for v in views
         ]  # fmt: skip
-        heads = ("#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM", "DELAY")
-        table(console, heads, rows)
+        head = ("#", "NAME", "DESTINATION", "ENABLED", "FILTER", "TRANSFORM", "DEDUPE", "DELAY")
+        table(console, head, rows)
 
     state.emit(views, human=human)
 
@@ -272,7 +289,7 @@ def route_dry_run(
 ) -> None:  # fmt: skip
     """Which of WEBHOOK's newest events route NAME takes, and why not. With --filter, an
     unsaved route with that filter is tried instead. Nothing is delivered."""
-    from hookbay_dashboard.routing.schemas import RouteDraft
+    from hookbay_dashboard.routing.schemas import DryRunDedupe, RouteDraft
 
     spec = parse_filter(filter_text, filter_file)
     given = filter_text is not None or filter_file is not None
@@ -282,9 +299,11 @@ def route_dry_run(
         return await _service(rt).dry_run(username, webhook, name, last=last, draft=draft)
 
     run = state.run(work)
-    events = [
+    rule = run.dedupe
+    events: list[dict[str, Any]] = [
         {"event_id": e.id, "request_id": e.request_id, "created_at": e.created_at,
-         "matched": v.matched, "reason": v.reason, "pointer": v.pointer}
+         "matched": v.matched, "reason": v.reason, "pointer": v.pointer,
+         "dedupe": DryRunDedupe.of(rule, e).model_dump() if rule and v.matched else None}
         for e, v in run.results
     ]  # fmt: skip
     matched = sum(1 for e in events if e["matched"])
@@ -294,9 +313,9 @@ def route_dry_run(
     }  # fmt: skip
 
     def human(console: Console) -> None:
-        rows = [(e["created_at"], e["event_id"], "yes" if e["matched"] else "no", e["reason"])
-                for e in events]  # fmt: skip
-        table(console, ("RECEIVED", "EVENT", "MATCHED", "WHY NOT"), rows)
+        rows = [(e["created_at"], e["event_id"], "yes" if e["matched"] else "no", e["reason"],
+                 dedupe_key_text(e["dedupe"])) for e in events]  # fmt: skip
+        table(console, ("RECEIVED", "EVENT", "MATCHED", "WHY NOT", "DEDUPE KEY"), rows)
         console.print(f"{matched} of {len(events)} matched; nothing was delivered")
 
     state.emit(data, human=human)

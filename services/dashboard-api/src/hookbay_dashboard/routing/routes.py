@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from hookbay_common.models import Webhook
+from hookbay_common.models import Event, Webhook
 from hookbay_dashboard.deps import CurrentUser, RoutesDep
 from hookbay_dashboard.routing.schemas import (
+    DryRunDedupe,
     DryRunEvent,
     DryRunRequest,
     DryRunResult,
@@ -86,6 +87,7 @@ async def dry_run_route(
             reason=verdict.reason,
             pointer=verdict.pointer,
             transform=_transformed(run, event.id),
+            dedupe=_deduped(run, event, verdict.matched),
         )
         for event, verdict in run.results
     ]
@@ -93,6 +95,12 @@ async def dry_run_route(
         webhook=run.webhook.name, route=run.route, saved=run.saved, evaluated=len(events),
         matched=sum(e.matched for e in events), events=events,
     )  # fmt: skip
+
+
+def _deduped(run: DryRun, event: Event, matched: bool) -> DryRunDedupe | None:
+    if run.dedupe is None or not matched:
+        return None
+    return DryRunDedupe.of(run.dedupe, event)
 
 
 def _transformed(run: DryRun, event_id: str) -> DryRunTransform | None:

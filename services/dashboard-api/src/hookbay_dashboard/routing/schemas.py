@@ -6,8 +6,10 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hookbay_common.models import ROUTE_DELAY_MAX, Route
+from hookbay_common.models import ROUTE_DELAY_MAX, Event, Route
 from hookbay_common.names import WEBHOOK_NAME_MAX
+from hookbay_common.routing.dedupe import DedupeRule, dedupe_key, field_value, key_part
+from hookbay_common.routing.subject import event_subject
 from hookbay_dashboard.schemas import Timestamp
 from hookbay_dashboard.transformations.schemas import RequestBody, TestError
 
@@ -32,19 +34,12 @@ _DELAY_DOC = (
     "over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). "
     "null or 0: no delay. Out of range: a 422 naming delay_s."
 )
-_NOT_YET = {
-    "dedupe": "deduplication is not available yet",
-}
-
-
-def _only_null(value: Any, info: Any) -> Any:
-    if value is not None:
-        raise ValueError(f"{_NOT_YET[info.field_name]}: send null or leave it out")
-    return value
-
-
-def _reserved(name: str) -> Any:
-    return Field(default=None, description=f"Only null: {_NOT_YET[name]}.")
+_DEDUPE_DOC = (
+    'Deliver only the first event with a given key within a window: {"window_s": 1..604800, '
+    '"preset": "github"|"stripe"|"standard-webhooks"|"shopify"} or {"window_s": …, "fields": '
+    '["body.id", "headers.x-request-id", …]} (docs/owners/routes.md, "Deduplication"); null: '
+    "none. A refused rule is a 422 naming its field."
+)
 
 
 class _RouteRules(BaseModel):
@@ -54,10 +49,8 @@ class _RouteRules(BaseModel):
     transform: str | None = Field(
         default=None, min_length=1, max_length=WEBHOOK_NAME_MAX, description=_TRANSFORM_DOC
     )
-    dedupe: Any = _reserved("dedupe")
+    dedupe: DedupeRule | None = Field(default=None, description=_DEDUPE_DOC)
     delay_s: int | None = Field(default=None, ge=0, le=ROUTE_DELAY_MAX, description=_DELAY_DOC)
-
-    _reserved_only_null = field_validator("dedupe")(_only_null)
 
 
 class RouteCreate(_RouteRules):
@@ -111,7 +104,9 @@ class RouteRead(BaseModel):
     enabled: bool
     filter: dict[str, Any] | None
     transform: str | None = Field(description="The transformation the route runs, or null.")
-    dedupe: None = None
+    dedupe: DedupeRule | None = Field(
+        default=None, description="The route's deduplication rule, or null."
+    )
     delay_s: int | None = Field(description="Seconds its deliveries wait first, or null.")
     created_at: Timestamp
     updated_at: Timestamp
@@ -121,8 +116,8 @@ class RouteRead(BaseModel):
         return cls(
             id=route.id, name=route.name, webhook=webhook, position=position,
             destination=route.destination, enabled=route.enabled, filter=route.filter,
-            transform=route.transform, delay_s=route.delay_s, created_at=route.created_at,
-            updated_at=route.updated_at,
+            transform=route.transform, dedupe=route.dedupe, delay_s=route.delay_s,
+            created_at=route.created_at, updated_at=route.updated_at,
         )  # fmt: skip
 
     def view(self) -> dict[str, Any]:
@@ -157,6 +152,35 @@ class DryRunTransform(BaseModel):
     )
 
 
+class DryRunDedupe(BaseModel):
+    """The route's deduplication key for one matched event (nothing is claimed)."""
+
+    key: str | None = Field(
+        description="The key (SHA-256 hex of the fields' values); null: no key, the event "
+        "would be delivered without deduplication."
+    )
+    fields: dict[str, Any] = Field(
+        description="The rule's fields found in the event, with their values, in order."
+    )
+    missing: list[str] = Field(
+        description="The rule's fields that give no value (missing, null, empty, an object or "
+        "an array): any of them means no key."
+    )
+
+    @classmethod
+    def of(cls, rule: DedupeRule, event: Event) -> DryRunDedupe:
+        subject = event_subject(event)
+        found: dict[str, Any] = {}
+        missing: list[str] = []
+        for path in rule.paths:
+            part = key_part(field_value(subject, path))
+            if part is None:
+                missing.append(path)
+            else:
+                found[path] = part
+        return cls(key=dedupe_key(rule, subject), fields=found, missing=missing)
+
+
 class DryRunEvent(BaseModel):
     event_id: str
     request_id: str
@@ -172,6 +196,12 @@ class DryRunEvent(BaseModel):
         default=None,
         description="The route's transformation run on the event (a matched event of a route "
         "with a transform only; the newest 20 such events).",
+    )
+    dedupe: DryRunDedupe | None = Field(
+        default=None,
+        description="The deduplication key the event would claim (a matched event of a route "
+        "with a dedupe rule only). Whether it would be a duplicate is not known: the dry run "
+        "claims nothing.",
     )
 
 

@@ -34,6 +34,7 @@ from hookbay_common.errors import (
 from hookbay_common.httperrors import InvalidRequest
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.models import Event, Route, Transformation, Webhook
+from hookbay_common.routing.dedupe import DedupeRule
 from hookbay_common.routing.filters import MATCHED, FilterError, Verdict, compile_filter
 from hookbay_common.routing.subject import event_subject
 from hookbay_dashboard.destinations.service import check_resource_name
@@ -75,6 +76,8 @@ class DryRun:
     results: list[tuple[Event, Verdict]]
     transformation: Transformation | None = None
     transformed: dict[str, TransformResult] = field(default_factory=dict)
+    dedupe: DedupeRule | None = None
+    """The route's deduplication rule: the dry run shows each matched event's key."""
 
 
 def checked_filter(spec: dict[str, Any] | None, loc: tuple[str, ...] = ("filter",)) -> None:
@@ -155,8 +158,9 @@ class RouteService:
             now = utcnow()
             route = Route(
                 id=new_id(IdPrefix.ROUTE), name=write.name, destination=write.destination,
-                enabled=write.enabled, filter=write.filter, delay_s=write.delay_s or None,
-                transform=write.transform, created_at=now, updated_at=now,
+                enabled=write.enabled, filter=write.filter, transform=write.transform,
+                dedupe=write.dedupe, delay_s=write.delay_s or None, created_at=now,
+                updated_at=now,
             )  # fmt: skip
             routes.insert(position, route)
             return routes
@@ -171,7 +175,7 @@ class RouteService:
         is its webhook's ``forward_url``'s: only its ``position`` moves (``ForwardUrlManaged``)."""
         await self.get(username, webhook_name, name)  # 404s before the fields
         sent = write.model_fields_set & {
-            "destination", "enabled", "filter", "delay_s", "transform", "position",
+            "destination", "enabled", "filter", "transform", "position", "dedupe", "delay_s",
         }  # fmt: skip
         if name == FORWARD_ROUTE and sent - {"position"}:
             raise ForwardUrlManaged(webhook_name, f"route {name!r}")
@@ -225,10 +229,10 @@ class RouteService:
         if draft is None:
             route = webhook.routes[_position(webhook, name)]
             spec, enabled, label = route.filter, route.enabled, route.name
-            transform = route.transform
+            transform, dedupe = route.transform, route.dedupe
         else:
             spec, enabled, label = draft.filter, draft.enabled, draft.name or name
-            transform = draft.transform
+            transform, dedupe = draft.transform, draft.dedupe
         judge = evaluator(spec, ("filter",) if draft is None else ("route", "filter"))
         transformation = None
         if transform is not None:
@@ -237,7 +241,7 @@ class RouteService:
         results = []
         for event in await self._events.newest_events(webhook.id, last):
             results.append((event, _dry_verdict(event, enabled, judge)))
-        run = DryRun(webhook, label, draft is None, results, transformation)
+        run = DryRun(webhook, label, draft is None, results, transformation, dedupe=dedupe)
         if transformation is not None and self._sandbox is not None:
             matched = [event for event, verdict in results if verdict.matched]
             env = {k: v.get_secret_value() for k, v in transformation.env.items()}

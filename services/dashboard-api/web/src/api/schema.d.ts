@@ -1287,6 +1287,28 @@ export interface components {
             error: number;
         };
         /**
+         * DedupePreset
+         * @description A provider whose deliveries carry one id per event, kept on the provider's retries.
+         * @enum {string}
+         */
+        DedupePreset: "github" | "stripe" | "standard-webhooks" | "shopify";
+        /**
+         * DedupeRule
+         * @description Deliver an event over the route only if no other event with the same key went over it
+         *     in the last ``window_s`` seconds. The key is read from ``preset``'s field or from
+         *     ``fields`` (exactly one of them): dotted paths into ``body.``, ``headers.`` (names
+         *     stored lowercase) or ``query.``. Invalid rules raise pydantic's ``ValidationError``
+         *     naming the field. Immutable; a plain model (not ``Record``) so that the models can hold it
+         *     without importing one another in a circle.
+         */
+        DedupeRule: {
+            /** Fields */
+            fields?: string[] | null;
+            preset?: components["schemas"]["DedupePreset"] | null;
+            /** Window S */
+            window_s: number;
+        };
+        /**
          * DeliveryRead
          * @description One delivery: the event over one of its webhook's routes to that route's destination,
          *     with the attempts made for it, oldest first.
@@ -1483,6 +1505,29 @@ export interface components {
             /** Url */
             url?: string | null;
         };
+        /**
+         * DryRunDedupe
+         * @description The route's deduplication key for one matched event (nothing is claimed).
+         */
+        DryRunDedupe: {
+            /**
+             * Fields
+             * @description The rule's fields found in the event, with their values, in order.
+             */
+            fields: {
+                [key: string]: unknown;
+            };
+            /**
+             * Key
+             * @description The key (SHA-256 hex of the fields' values); null: no key, the event would be delivered without deduplication.
+             */
+            key: string | null;
+            /**
+             * Missing
+             * @description The rule's fields that give no value (missing, null, empty, an object or an array): any of them means no key.
+             */
+            missing: string[];
+        };
         /** DryRunEvent */
         DryRunEvent: {
             /**
@@ -1490,6 +1535,8 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /** @description The deduplication key the event would claim (a matched event of a route with a dedupe rule only). Whether it would be a duplicate is not known: the dry run claims nothing. */
+            dedupe?: components["schemas"]["DryRunDedupe"] | null;
             /** Event Id */
             event_id: string;
             /** Matched */
@@ -2214,11 +2261,8 @@ export interface components {
         Role: "user" | "admin";
         /** RouteCreate */
         RouteCreate: {
-            /**
-             * Dedupe
-             * @description Only null: deduplication is not available yet.
-             */
-            dedupe?: unknown;
+            /** @description Deliver only the first event with a given key within a window: {"window_s": 1..604800, "preset": "github"|"stripe"|"standard-webhooks"|"shopify"} or {"window_s": …, "fields": ["body.id", "headers.x-request-id", …]} (docs/owners/routes.md, "Deduplication"); null: none. A refused rule is a 422 naming its field. */
+            dedupe?: components["schemas"]["DedupeRule"] | null;
             /**
              * Delay S
              * @description Seconds (0..86400, 24 h) to wait after an event arrived before its delivery over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). null or 0: no delay. Out of range: a 422 naming delay_s.
@@ -2265,11 +2309,8 @@ export interface components {
          *     looked up.
          */
         RouteDraft: {
-            /**
-             * Dedupe
-             * @description Only null: deduplication is not available yet.
-             */
-            dedupe?: unknown;
+            /** @description Deliver only the first event with a given key within a window: {"window_s": 1..604800, "preset": "github"|"stripe"|"standard-webhooks"|"shopify"} or {"window_s": …, "fields": ["body.id", "headers.x-request-id", …]} (docs/owners/routes.md, "Deduplication"); null: none. A refused rule is a 422 naming its field. */
+            dedupe?: components["schemas"]["DedupeRule"] | null;
             /**
              * Delay S
              * @description Seconds (0..86400, 24 h) to wait after an event arrived before its delivery over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). null or 0: no delay. Out of range: a 422 naming delay_s.
@@ -2304,8 +2345,8 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
-            /** Dedupe */
-            dedupe?: null;
+            /** @description The route's deduplication rule, or null. */
+            dedupe?: components["schemas"]["DedupeRule"] | null;
             /**
              * Delay S
              * @description Seconds its deliveries wait first, or null.
@@ -2348,11 +2389,8 @@ export interface components {
          *     the route (0: first). ``destination`` and ``enabled`` cannot be null; the name stays.
          */
         RouteUpdate: {
-            /**
-             * Dedupe
-             * @description Only null: deduplication is not available yet.
-             */
-            dedupe?: unknown;
+            /** @description Deliver only the first event with a given key within a window: {"window_s": 1..604800, "preset": "github"|"stripe"|"standard-webhooks"|"shopify"} or {"window_s": …, "fields": ["body.id", "headers.x-request-id", …]} (docs/owners/routes.md, "Deduplication"); null: none. A refused rule is a 422 naming its field. */
+            dedupe?: components["schemas"]["DedupeRule"] | null;
             /**
              * Delay S
              * @description Seconds (0..86400, 24 h) to wait after an event arrived before its delivery over this route starts; the other routes deliver at once (docs/owners/routes.md#delay). null or 0: no delay. Out of range: a 422 naming delay_s.

@@ -46,7 +46,13 @@ export type RouteCreate = S["RouteCreate"];
 export type RouteDraft = S["RouteDraft"];
 export type DryRunResult = S["DryRunResult"];
 export type DryRunEvent = S["DryRunEvent"];
+export type DedupeRule = S["DedupeRule"];
+export type DedupePreset = S["DedupePreset"];
+export type DryRunDedupe = S["DryRunDedupe"];
 export type Transformation = S["TransformationRead"];
+export type TransformationTestResult = S["TransformationTestResult"];
+export type TransformRequest = S["RequestBody"];
+export type TransformTrace = S["TransformTraceRead"];
 
 export type Issue = S["IssueRead"];
 export type IssueStatus = S["IssueStatus"];

@@ -70,6 +70,7 @@ export function Layout() {
     { to: "/", label: "Overview" },
     { to: "/webhooks", label: "Webhooks" },
     { to: "/destinations", label: "Destinations" },
+    { to: "/transformations", label: "Transformations" },
     { to: "/issues", label: "Issues" },
     { to: "/alert-channels", label: "Alerts" },
     { to: "/tokens", label: "API tokens" },

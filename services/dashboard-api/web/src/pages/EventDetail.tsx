@@ -18,6 +18,7 @@ import {
   StatusBadge,
   Time,
 } from "../components/ui";
+import { TransformTraces } from "../features/transformations/Trace";
 import { announce } from "../lib/announce";
 import { copyText } from "../lib/clipboard";
 import { type BodyKind, bodyBytes, bodyKind, curlFor, hexDump, indentXml } from "../lib/format";
@@ -323,7 +324,9 @@ function Deliveries({
                 <td className={`p-1.5 font-medium ${DELIVERY_TONE[d.status]}`}>
                   {d.status.replace("_", " ")}
                 </td>
-                <td className="break-words p-1.5 font-mono text-xs">{d.reason ?? "—"}</td>
+                <td className="break-words p-1.5 font-mono text-xs">
+                  <DeliveryReason delivery={d} />
+                </td>
                 <td className="whitespace-nowrap p-1.5">
                   {d.attempts.length}
                   {last && (
@@ -635,6 +638,7 @@ export function EventDetail() {
           })
         }
       />
+      <TransformTraces deliveries={data.deliveries} />
       <Attempts attempts={data.attempts} />
       {awaiting !== null && (
         <p role="status" className="text-sm text-muted">
@@ -666,4 +670,21 @@ function chainTitle(trigger: string): string {
   if (trigger === "replay") return "Replay";
   if (trigger === "listen") return "hookbay listen (does not change the status)";
   return "Initial delivery and retries";
+}
+
+/** Why a delivery stands as it does; a duplicate's reason links to the event it repeats. */
+function DeliveryReason({ delivery }: { delivery: Delivery }) {
+  const original =
+    delivery.status === "deduplicated"
+      ? /^duplicate of (evt_\w+)$/.exec(delivery.reason ?? "")
+      : null;
+  if (!original) return <>{delivery.reason ?? "—"}</>;
+  return (
+    <>
+      duplicate of{" "}
+      <Link to="/events/$eventId" params={{ eventId: original[1] }}>
+        {original[1]}
+      </Link>
+    </>
+  );
 }

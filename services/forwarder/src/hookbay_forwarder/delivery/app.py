@@ -52,6 +52,7 @@ from hookbay_forwarder.gateway.lanes import Lanes
 from hookbay_forwarder.gateway.transform import LazyPool, TransformStep
 from hookbay_forwarder.metrics import (
     BreakerMetrics,
+    DedupeMetrics,
     ForwarderMetrics,
     LaneMetrics,
     RoutingViewMetrics,
@@ -66,6 +67,7 @@ from hookbay_forwarder.process import (
     report_lag,
     until_connected,
 )
+from hookbay_forwarder.routing.dedupe import RouteDedupe
 from hookbay_forwarder.routing.router import Router
 from hookbay_forwarder.routing.view import RoutingView
 from hookbay_forwarder.settings import ForwarderSettings
@@ -125,9 +127,14 @@ class Forwarder:
             transformations=TransformationRepository(db, box),
             on_transformation=lambda t: self.transform.changed(t),
         )  # fmt: skip
+        self.dedupe = RouteDedupe(
+            settings.redis_url, namespace=settings.kafka_namespace,
+            metrics=DedupeMetrics(self.metrics.registry),
+        )  # fmt: skip
         self.handlers.router = Router(
-            self.view, self.handlers.write, self.topics, tiers=settings.delay_tiers
-        )
+            self.view, self.handlers.write, self.topics, dedupe=self.dedupe,
+            tiers=settings.delay_tiers,
+        )  # fmt: skip
         self.alert_http = httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self.notifier = create_notifier(
             AlertChannelRepository(db, box), settings, self.alert_http, self.metrics.registry
@@ -275,6 +282,7 @@ class Forwarder:
         for consumer in (self.events.consumer, self.tasks.consumer, self.deliveries.consumer):
             await closed(consumer.stop(), "consumer")
         await self.view.stop()
+        await self.dedupe.close()
         await self.producer.stop()  # flushes what is still queued (bounded)
         await self.deliverer.aclose()
         await self.notifier.close()  # notifications still waiting for a retry are given up

@@ -7,13 +7,17 @@ the event (``hookbay_common.routing``) and writes, in one durable write:
   with the filter's reason; ``held`` (the reason: the destination's state reason) when the
   destination is paused or disabled; ``scheduled`` (waiting for its first attempt) otherwise;
   ``failed`` when the route names a destination that no longer exists;
-- for every delivery not filtered, its first task (``destination-task/1``) on the deliveries
+- ``deduplicated`` (the reason names the event it repeats) when the route's ``dedupe`` rule
+  finds another event holding the event's key (``routing.dedupe``): initial routing only, a
+  replay is the owner's request and is never deduplicated;
+- for every delivery not filtered or deduplicated, its first task (``destination-task/1``) on the deliveries
   topic, keyed by the destination's id, where the destination's lane picks it up.
 
-A route with a delay (``Route.delay_s`` above 0) makes its delivery ``scheduled`` (the reason
-says until when, whatever the destination's state: its lane holds it when it comes due if the
-destination is paused then) and its first task due that long after the event was received (a
-replay: after the replay), through the delay tiers a retry waits in
+A route with a delay (``Route.delay_s`` above 0) makes its delivery, when not deduplicated
+(the key is claimed when the event is routed, not when the delay ends), ``scheduled`` (the
+reason says until when, whatever the destination's state: its lane holds it when it comes due
+if the destination is paused then) and its first task due that long after the event was
+received (a replay: after the replay), through the delay tiers a retry waits in
 (``hookbay_forwarder.waiting``), never the deliveries topic, where the lane would keep it in
 memory and its partition's commits back for that long.
 
@@ -46,6 +50,7 @@ from hookbay_common.routing.subject import event_subject
 from hookbay_common.routing.tasks import DestinationTask, delivery_id, first_status
 from hookbay_common.topics import DELAY_TIERS, Topics
 from hookbay_common.wire import encode_delivery, encode_destination_task
+from hookbay_forwarder.routing.dedupe import RouteDedupe
 from hookbay_forwarder.waiting import Waiting
 from hookbay_forwarder.writes import Message
 
@@ -79,13 +84,15 @@ class RouteLookup(Protocol):
 class Router:
     def __init__(
         self, view: RouteLookup, write: Write, topics: Topics,
-        *, tiers: Sequence[float] = DELAY_TIERS,
+        *, dedupe: RouteDedupe | None = None, tiers: Sequence[float] = DELAY_TIERS,
     ) -> None:  # fmt: skip
         """``tiers``: the installation's delay tiers (``Settings.delay_tiers``), which delayed
         routes' first tasks wait in."""
         self._view = view
         self._write = write
         self._topics = topics
+        self._dedupe = dedupe or RouteDedupe(None)
+        """Without one, routes' ``dedupe`` rules deliver everything (no Redis configured)."""
         self._waiting = Waiting(topics, tiers)
         self._filters: dict[str, tuple[datetime, Filter | None]] = {}
 
@@ -129,6 +136,15 @@ class Router:
                     f"destination {route.destination!r} no longer exists", route.id,
                 ))  # fmt: skip
                 continue
+            if route.dedupe is not None and trigger is AttemptTrigger.INITIAL:
+                subject = subject or event_subject(event)
+                holder = await self._dedupe.duplicate_of(route, route.dedupe, event, subject)
+                if holder is not None:
+                    deliveries.append(self._delivery(
+                        event, source, route.name, route.destination, at,
+                        DeliveryStatus.DEDUPLICATED, f"duplicate of {holder}", route.id,
+                    ))  # fmt: skip
+                    continue
             if route.delay_s:
                 messages.append(self._delayed(event, source, route, destination, at, trigger,
                                               deliveries))  # fmt: skip

@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { Link } from "@tanstack/react-router";
 import { useId } from "react";
 import { ApiError } from "../../api/client";
-import type { DryRunEvent } from "../../api/types";
+import type { DedupeRule, DryRunDedupe, DryRunEvent } from "../../api/types";
 import { type Column, DataTable } from "../../components/DataTable";
 import { ErrorText, inputClass, Loading, Time } from "../../components/ui";
 import { dryRunQuery } from "./api";
@@ -41,6 +41,21 @@ const COLUMNS: Column<DryRunEvent>[] = [
   },
 ];
 
+/** A matched event's deduplication key: the fields' values, or "no key" and what is missing. */
+function dedupeKey(shown: DryRunDedupe | null | undefined): string {
+  if (!shown) return "—";
+  if (shown.key === null) return `no key (${shown.missing.join(", ")} missing)`;
+  return Object.entries(shown.fields)
+    .map(([path, value]) => `${path}=${JSON.stringify(value)}`)
+    .join(", ");
+}
+
+const DEDUPE_COLUMN: Column<DryRunEvent> = {
+  header: "Dedupe key",
+  className: "break-words font-mono text-xs",
+  cell: (e) => dedupeKey(e.dedupe),
+};
+
 /** The route as it stands in the editor (saved or not) against the webhook's newest events:
  * matched or not, and why, per event. Nothing is delivered. */
 export function DryRunPanel({
@@ -50,6 +65,7 @@ export function DryRunPanel({
   enabled,
   last,
   onLast,
+  dedupe = null,
 }: {
   webhook: string;
   route: string;
@@ -58,10 +74,12 @@ export function DryRunPanel({
   enabled: boolean;
   last: number;
   onLast: (last: number) => void;
+  /** the route's deduplication rule: each matched event's key is shown (nothing is claimed) */
+  dedupe?: DedupeRule | null;
 }) {
   const titleId = useId();
   const run = useQuery({
-    ...dryRunQuery(webhook, route, filter ?? null, enabled, last),
+    ...dryRunQuery(webhook, route, filter ?? null, enabled, last, dedupe),
     enabled: filter !== undefined,
     placeholderData: keepPreviousData,
   });
@@ -98,7 +116,11 @@ export function DryRunPanel({
         delivered.
       </p>
       {filter === undefined || refused ? (
-        <p className="text-sm text-muted">Fix the filter to see which events it takes.</p>
+        <p className="text-sm text-muted">
+          {dedupe && filter !== undefined
+            ? "Fix the filter or the deduplication rule to see which events it takes."
+            : "Fix the filter to see which events it takes."}
+        </p>
       ) : run.isPending ? (
         <Loading what="the dry run" />
       ) : run.error ? (
@@ -106,7 +128,7 @@ export function DryRunPanel({
       ) : (
         <DataTable
           caption="Dry run, newest event first"
-          columns={COLUMNS}
+          columns={dedupe ? [...COLUMNS, DEDUPE_COLUMN] : COLUMNS}
           rows={run.data.events}
           rowKey={(e) => e.event_id}
           empty="This webhook has no stored events yet: send one, then try again."

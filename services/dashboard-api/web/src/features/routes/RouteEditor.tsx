@@ -8,6 +8,7 @@ import { announce } from "../../lib/announce";
 import { nameProblem } from "../../pages/Webhooks";
 import { destinationsQuery, forwardWebhook } from "../destinations/api";
 import { dryRunQuery, transformationsQuery } from "./api";
+import { DedupeFields, dedupeDraft, dedupeProblems, dedupeRule } from "./DedupeFields";
 import { DryRunPanel } from "./DryRunPanel";
 import { formatDelay, parseDelay } from "./delay";
 import { parseFilter } from "./json";
@@ -54,6 +55,11 @@ export function RouteEditor({
   const [transform, setTransform] = useState(route?.transform ?? "");
   const [delay, setDelay] = useState(formatDelay(route?.delay_s));
   const [text, setText] = useState(route?.filter ? JSON.stringify(route.filter, null, 2) : "");
+  const [dedupe, setDedupe] = useState(() => dedupeDraft(route?.dedupe));
+  const rule = dedupeRule(dedupe);
+  // debounced as text: a rule is a new object on every render
+  const settledRuleText = useDebounced(JSON.stringify(rule), 300);
+  const settledRule = JSON.parse(settledRuleText) as typeof rule;
   const [last, setLast] = useState(20);
   const [touched, setTouched] = useState(false);
   const ids = { title: useId(), name: useId(), filter: useId(), problem: useId(), help: useId() };
@@ -65,7 +71,14 @@ export function RouteEditor({
   const settledParse = parseFilter(settled);
   const probeName = route?.name ?? (nameProblem(name) ? "new-route" : name);
   const probe = useQuery({
-    ...dryRunQuery(webhook, probeName, settledParse.ok ? settledParse.filter : null, enabled, last),
+    ...dryRunQuery(
+      webhook,
+      probeName,
+      settledParse.ok ? settledParse.filter : null,
+      enabled,
+      last,
+      settledRule,
+    ),
     enabled: settledParse.ok,
   });
 
@@ -84,6 +97,7 @@ export function RouteEditor({
                 enabled,
                 filter,
                 transform: transform || null,
+                dedupe: rule,
                 delay_s: delaySeconds,
               },
             }),
@@ -96,6 +110,7 @@ export function RouteEditor({
                 enabled,
                 filter,
                 transform: transform || null,
+                dedupe: rule,
                 delay_s: delaySeconds,
               },
             }),
@@ -121,8 +136,16 @@ export function RouteEditor({
       filterRefusal(save.error, "filter"));
   const checking = parsed.ok && (settled !== text || probe.isFetching);
   const others = fieldProblems(save.error).filter(
-    (p) => !["name", "destination", "filter", "transform", "delay_s"].includes(String(p.loc[0])),
+    (p) =>
+      !["name", "destination", "filter", "transform", "dedupe", "delay_s"].includes(
+        String(p.loc[0]),
+      ),
   );
+  const dedupeRefusals = save.error
+    ? dedupeProblems(save.error)
+    : settledRuleText === JSON.stringify(rule)
+      ? dedupeProblems(probe.error, "route")
+      : [];
 
   return (
     <form
@@ -292,6 +315,14 @@ export function RouteEditor({
           ) : null}
         </p>
       </div>
+      <DedupeFields
+        draft={dedupe}
+        onChange={(draft) => {
+          setDedupe(draft);
+          if (save.error) save.reset();
+        }}
+        problems={dedupeRefusals}
+      />
       <DryRunPanel
         webhook={webhook}
         route={probeName}
@@ -299,6 +330,7 @@ export function RouteEditor({
         enabled={enabled}
         last={last}
         onLast={setLast}
+        dedupe={settledRule}
       />
       <div className="flex flex-wrap items-center gap-2">
         <Button type="submit" variant="primary" disabled={save.isPending || !destinationChoice}>

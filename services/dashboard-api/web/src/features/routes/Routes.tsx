@@ -8,6 +8,7 @@ import { announce } from "../../lib/announce";
 import { NotFound } from "../../pages/Errors";
 import { FORWARD_ROUTE } from "../destinations/api";
 import { filterSummary, routesQuery } from "./api";
+import { dedupeSummary } from "./DedupeFields";
 import { formatDelay } from "./delay";
 import { RouteEditor } from "./RouteEditor";
 
@@ -89,6 +90,7 @@ export function Routes() {
               <th className="p-2">Enabled</th>
               <th className="p-2">Filter</th>
               <th className="p-2">Transformation</th>
+              <th className="p-2">Deduplication</th>
               <th className="p-2">Delay</th>
               <th className="p-2">
                 <span className="sr-only">Actions</span>
@@ -123,6 +125,9 @@ export function Routes() {
                   {filterSummary(r.filter)}
                 </td>
                 <td className="p-2">{r.transform ?? <span className="text-muted">—</span>}</td>
+                <td className="p-2 font-mono text-xs">
+                  {r.dedupe ? dedupeSummary(r.dedupe) : <span className="text-muted">—</span>}
+                </td>
                 <td className="p-2">
                   {formatDelay(r.delay_s) || <span className="text-muted">—</span>}
                 </td>

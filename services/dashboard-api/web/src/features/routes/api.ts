@@ -1,6 +1,6 @@
 import { queryOptions } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
-import type { DryRunResult, Route, Transformation } from "../../api/types";
+import type { DedupeRule, DryRunResult, Route, Transformation } from "../../api/types";
 
 export function routesQuery(webhook: string) {
   return queryOptions({
@@ -18,22 +18,31 @@ export const transformationsQuery = queryOptions({
   queryFn: (): Promise<Transformation[]> => call(() => api.GET("/api/v1/transformations")),
 });
 
-/** An unsaved route (its filter and enabled flag) judged against the webhook's `last` newest
- * events; `route` only names the proposal (it needs not exist). */
+/** An unsaved route (its filter, enabled flag and deduplication rule) judged against the
+ * webhook's `last` newest events; `route` only names the proposal (it needs not exist). */
 export function dryRunQuery(
   webhook: string,
   route: string,
   filter: Record<string, unknown> | null,
   enabled: boolean,
   last: number,
+  dedupe: DedupeRule | null = null,
 ) {
   return queryOptions({
-    queryKey: ["dry-run", webhook, route, JSON.stringify(filter), enabled, last],
+    queryKey: [
+      "dry-run",
+      webhook,
+      route,
+      JSON.stringify(filter),
+      enabled,
+      last,
+      JSON.stringify(dedupe),
+    ],
     queryFn: (): Promise<DryRunResult> =>
       call(() =>
         api.POST("/api/v1/webhooks/{name}/routes/{route}/dry-run", {
           params: { path: { name: webhook, route } },
-          body: { route: { filter, enabled }, last },
+          body: { route: { filter, enabled, dedupe }, last },
         }),
       ),
     retry: false,
