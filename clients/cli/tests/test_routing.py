@@ -163,7 +163,8 @@ class TestRoute:
         )  # fmt: skip
         assert created["dedupe"] == {"window_s": 3600, "preset": "github", "fields": None}
         listed = await ok("route", "list", "orders", env=owner_env)
-        assert listed.splitlines()[1].split()[-2:] == ["github", "1h"], listed
+        # DEDUPE, then DELAY ("-": none) last
+        assert listed.splitlines()[1].split()[-3:] == ["github", "1h", "-"], listed
         changed = await ok_json(
             "route", "set", "orders", "gh", "--dedupe-fields", "body.id, headers.X-Request-Id",
             "--dedupe-window", "90", env=owner_env,
