@@ -1,8 +1,8 @@
 """The router's deduplication step on a real Redis, with the router's in-memory configuration:
 a second event with the same key is ``deduplicated`` naming the first and gets no task; the same
 event routed again is delivered; a replay is never claimed; no key delivers; keys are per route;
-a Redis that is away or not configured delivers, and every claim is counted by outcome. Each
-test claims under a namespace of its own. (End to end: tests/test_dedupe.py.)"""
+a delayed route claims when the event is routed; a Redis that is away or not configured
+delivers, and every claim is counted by outcome. Each test claims under a namespace of its own. (End to end: tests/test_dedupe.py.)"""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hookbay_common.models import (
     Webhook,
 )
 from hookbay_common.routing.dedupe_store import Deduplicator
-from hookbay_common.topics import Topics
+from hookbay_common.topics import DELAY_TIERS, Topics
 from hookbay_common.wire import decode_delivery
 from hookbay_forwarder.metrics import DedupeMetrics
 from hookbay_forwarder.routing.dedupe import RouteDedupe
@@ -182,6 +182,26 @@ class TestRouteDedupe:
         taken = create_event(routed=True, body=b'{"id": "evt_f", "take": true}')
         assert (await router.route(turned_away))[0].status is DeliveryStatus.FILTERED
         assert (await router.route(taken))[0].status is DeliveryStatus.SCHEDULED
+
+    async def test_a_delayed_route_claims_when_routed_and_only_its_first_event_waits(
+        self, claims: Claims
+    ) -> None:
+        router, written = dedupe_router(
+            claims, {"name": "a", "destination": "billing", "dedupe": STRIPE, "delay_s": 60}
+        )
+        first, second = stripe_event("evt_later"), stripe_event("evt_later")
+        (waits,) = await router.route(first)
+        assert waits.status is DeliveryStatus.SCHEDULED
+        assert (waits.reason or "").startswith("delayed by the route until ")
+        waiting = [m for m in written.messages if m.topic != TOPICS.attempts]
+        (tier,) = [m.topic for m in waiting]  # a delay tier, no task on the lanes' topic
+        assert tier in {TOPICS.retry(seconds) for seconds in DELAY_TIERS}
+        (dropped,) = await router.route(second)
+        assert (dropped.status, dropped.reason) == (
+            DeliveryStatus.DEDUPLICATED, f"duplicate of {first.id}",
+        )  # fmt: skip
+        assert [m for m in written.messages if m.topic != TOPICS.attempts] == waiting
+        assert (claims.counted("first"), claims.counted("duplicate")) == (1, 1)
 
     async def test_routes_without_a_rule_never_build_a_store(self, claims: Claims) -> None:
         router, _ = dedupe_router(claims, {"name": "a", "destination": "billing"})
