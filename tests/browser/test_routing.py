@@ -131,6 +131,9 @@ class TestDestinations:
         form = page.get_by_role("form", name="Settings of analytics")
         await expect(form.get_by_label("Header 1 name")).to_have_value("x-api-key")
         await expect(form.get_by_label("Header 1 value")).to_have_value("********")
+        # the page has drawn all it loads (its Health figures come from a request of their own,
+        # and move the form down when they arrive) before a field is edited and saved
+        await expect(page.get_by_test_id("held-count")).to_have_text("0")
         await form.get_by_label("Timeout (seconds)").fill("30")
         async with page.expect_request(
             lambda r: r.method == "PATCH" and r.url.endswith("/api/v1/destinations/analytics")
