@@ -145,42 +145,27 @@ class Router:
                         DeliveryStatus.DEDUPLICATED, f"duplicate of {holder}", route.id,
                     ))  # fmt: skip
                     continue
-            if route.delay_s:
-                messages.append(self._delayed(event, source, route, destination, at, trigger,
-                                              deliveries))  # fmt: skip
-                continue
             status, reason = first_status(destination)
+            due = at
+            if route.delay_s:
+                due = at + timedelta(seconds=route.delay_s)
+                status = DeliveryStatus.SCHEDULED
+                reason = f"delayed by the route until {due.isoformat(timespec='milliseconds')}"
             delivery = self._delivery(event, source, route.name, route.destination, at, status,
                                       reason, route.id)  # fmt: skip
             deliveries.append(delivery)
-            task = DestinationTask(
+            task = encode_destination_task(DestinationTask(
                 delivery_id=delivery.id, chain_id=delivery.first_chain,
                 destination=destination.id, route=route.name, trigger=trigger, attempt=1,
-                not_before=at, event=event,
-            )  # fmt: skip
-            messages.append(Message(
-                self._topics.deliveries, encode_destination_task(task), destination.id.encode()
+                not_before=due, event=event,
             ))  # fmt: skip
+            if route.delay_s:  # through the delay tiers, never a lane's memory
+                due_ms = int(due.timestamp() * 1000)
+                messages.append(self._waiting.message(task, destination.id, due_ms))
+            else:
+                messages.append(Message(self._topics.deliveries, task, destination.id.encode()))
         await self._write([*(self._record(d) for d in deliveries), *messages])
         return deliveries
-
-    def _delayed(
-        self, event: Event, source: str, route: Route, destination: Destination, at: datetime,
-        trigger: AttemptTrigger, deliveries: list[Delivery],
-    ) -> Message:  # fmt: skip
-        """The ``scheduled`` delivery of a delayed route (appended to ``deliveries``) and its
-        first task's message, due ``route.delay_s`` after ``at``."""
-        due = at + timedelta(seconds=route.delay_s or 0)
-        reason = f"delayed by the route until {due.isoformat(timespec='milliseconds')}"
-        delivery = self._delivery(event, source, route.name, route.destination, at,
-                                  DeliveryStatus.SCHEDULED, reason, route.id)  # fmt: skip
-        deliveries.append(delivery)
-        task = DestinationTask(
-            delivery_id=delivery.id, chain_id=delivery.first_chain, destination=destination.id,
-            route=route.name, trigger=trigger, attempt=1, not_before=due, event=event,
-        )  # fmt: skip
-        due_ms = int(due.timestamp() * 1000)
-        return self._waiting.message(encode_destination_task(task), destination.id, due_ms)
 
     def _filter(self, route: Route) -> Filter | None:
         cached = self._filters.get(route.id)
