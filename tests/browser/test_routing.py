@@ -135,13 +135,19 @@ class TestDestinations:
         # and move the form down when they arrive) before a field is edited and saved
         await expect(page.get_by_test_id("held-count")).to_have_text("0")
         await form.get_by_label("Timeout (seconds)").fill("30")
-        async with page.expect_request(
-            lambda r: r.method == "PATCH" and r.url.endswith("/api/v1/destinations/analytics")
-        ) as sent:
+        async with page.expect_response(
+            lambda r: r.request.method == "PATCH"
+            and r.url.endswith("/api/v1/destinations/analytics")
+        ) as answered:
             await form.get_by_role("button", name="Save destination").click()
-        body = json.loads((await sent.value).post_data or "{}")
+        response = await answered.value
+        body = json.loads(response.request.post_data or "{}")
         assert (body["timeout_s"], body["headers"]) == (30, {"x-api-key": "********"})
-        await expect(page.get_by_role("definition").filter(has_text="30 s")).to_be_visible()
+        assert response.status == 200
+        # the whole definition: the breaker's "after 30 s, doubling …" holds "30 s" too
+        await expect(
+            page.get_by_role("definition").filter(has_text=re.compile(r"^30 s$"))
+        ).to_be_visible()
         stored = await read(owner, "/api/v1/destinations/analytics")
         assert (stored["timeout_s"], stored["headers"]) == (30, {"x-api-key": "********"})
 
