@@ -68,10 +68,10 @@ CONTROLS = {
         f"{c['forward_url_backlog_growth']}"
     ),
     "isolation": lambda c: (
-        f"{c['hung']} routed destinations hanging for {c['window_s']:g} s: the other "
-        f"{c['others']}'s p99 from sent to delivered {c['p99_before_ms']} ms before, "
-        f"{c['p99_during_ms']} ms during ({c['samples'][0]} and {c['samples'][1]} deliveries; "
-        "10 ms allowed)"
+        f"{c['hung']} routed destinations hanging {c['cycles']} times ({c['window_s']:g} s "
+        f"measured): the other {c['others']}'s p99 from sent to delivered "
+        f"{c['p99_before_ms']} ms in the quiet windows, {c['p99_during_ms']} ms while they hung "
+        f"({c['samples'][0]} and {c['samples'][1]} deliveries; 10 ms allowed)"
     ),
     "serial": lambda c: (
         f"max_concurrency 1 at {c['destinations']} destinations: {c['overlapping_attempts']} "

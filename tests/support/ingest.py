@@ -22,11 +22,13 @@ from hookbay_common.models import Event, User, Webhook
 from hookbay_common.settings import Settings
 from hookbay_common.wire import decode_event
 from hookbay_dev.processes import launch_role
+from hookbay_dev.zygote import ZygoteChild
 from hookbay_ingest.app import Ingest
 from hookbay_ingest.settings import IngestSettings
 from tests.support.factories import create_user, create_webhook
 from tests.support.kafka import partitions_of
 from tests.support.net import free_port
+from tests.support.processes import FORKED
 
 
 @dataclass
@@ -99,13 +101,14 @@ class Probe:
 @contextlib.asynccontextmanager
 async def ingest_process(
     env: dict[str, str], *, capture_stderr: bool = False
-) -> AsyncIterator[tuple[subprocess.Popen[bytes], str]]:
+) -> AsyncIterator[tuple[subprocess.Popen[bytes] | ZygoteChild, str]]:
     """A real ``python -m hookbay_ingest`` (started by ``hookbay_dev.processes``) on a free
     loopback port, ready (``/readyz`` 200) when yielded with its base URL; killed on exit if the
     test has not stopped it itself. ``capture_stderr``: its stderr is ``proc.stderr``, a pipe."""
     process = launch_role(
-        "ingest", {**os.environ, **env}, Path(os.devnull), free_port(), stderr_pipe=capture_stderr
-    )
+        "ingest", {**os.environ, **env}, Path(os.devnull), free_port(),
+        stderr_pipe=capture_stderr, forked=FORKED,
+    )  # fmt: skip
     try:
         await process.wait_until_answering("/readyz", 200)
         yield process.proc, process.base

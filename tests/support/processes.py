@@ -12,7 +12,11 @@ from pathlib import Path
 from hookbay_dev.processes import ServiceProcess, launch_role
 from tests.support.net import free_port
 
-__all__ = ["ServiceProcess", "service_process"]
+__all__ = ["FORKED", "ServiceProcess", "service_process"]
+
+FORKED = os.environ.get("HOOKBAY_TEST_FORK", "1") != "0"
+"""Services are forked from the test worker's zygote (``hookbay_dev.zygote``: their imports
+done once), unless ``HOOKBAY_TEST_FORK=0`` (each ``exec``'d, as in production)."""
 
 
 @contextlib.asynccontextmanager
@@ -23,7 +27,7 @@ async def service_process(
     loopback port (or ``port``: a replica restarted where its clients know it); yielded once
     ``/readyz`` answers 200 (or, with ``ready=False``, once ``/healthz`` does). Killed on exit
     unless the test ended it."""
-    process = launch_role(role, {**os.environ, **env}, log_path, port or free_port())
+    process = launch_role(role, {**os.environ, **env}, log_path, port or free_port(), forked=FORKED)
     try:
         await process.wait_until_answering("/readyz" if ready else "/healthz", 200)
         yield process

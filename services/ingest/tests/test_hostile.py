@@ -5,6 +5,7 @@ involved, the in-process app elsewhere; what reaches Kafka is read back."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import AsyncIterator
 
 import pytest
@@ -316,6 +317,7 @@ class TestClientDisconnect:
                     return "hookbay_ingest_client_disconnects_total 1.0" in metrics
 
                 await until(counted, timeout=10, what="the disconnect is counted")
+            assert isinstance(proc, subprocess.Popen)  # a piped stderr: exec'd, never forked
             proc.terminate()
             _, stderr = proc.communicate(timeout=30)
         log = stderr.decode()

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import ctypes
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ import httpx
 
 from hookbay_dev.http import async_client
 from hookbay_dev.waiting import until
+from hookbay_dev.zygote import ZygoteChild, zygote
 
 ROOT = Path(__file__).resolve().parents[4]
 """The repository (this file is ``tools/dev/src/hookbay_dev/processes.py``, installed editable)."""
@@ -56,7 +58,7 @@ class ServiceProcess:
     goes to ``log_path`` (JSON log lines for a service)."""
 
     role: str
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | ZygoteChild
     base: str
     log_path: Path
     _terminated: bool = field(default=False, repr=False)
@@ -195,16 +197,32 @@ def launch_role(
     *,
     stdout: bool = False,
     stderr_pipe: bool = False,
+    forked: bool = False,
 ) -> ServiceProcess:
     """The service ``role`` (see ``COMMANDS``) with ``env`` and its HTTP endpoints on
     ``127.0.0.1:port``; its stdout discarded unless ``stdout`` (``stderr_pipe``: see
-    ``launch``)."""
+    ``launch``). ``forked``: forked from this process's zygote (``hookbay_dev.zygote``: the
+    service's imports already done) instead of ``exec``'d, unless its output is inherited or
+    piped, or ``env`` changes the interpreter's settings."""
     port_variable, host_variable = LISTEN_VARIABLES[role]
     env = {**env, port_variable: str(port), host_variable: "127.0.0.1"}
     base = f"http://127.0.0.1:{port}"
+    if forked and log_path is not None and not stderr_pipe and _forkable(env):
+        module, *args = COMMANDS[role][2:]
+        child = zygote(os.environ.copy(), ROOT).spawn(
+            module, args, env, ROOT, log_path if stdout else None, log_path
+        )
+        return ServiceProcess(role, child, base, log_path)
     return launch(
         COMMANDS[role], env, log_path, role=role, base=base, stdout=stdout, stderr_pipe=stderr_pipe
     )
+
+
+def _forkable(env: dict[str, str]) -> bool:
+    """Whether a child of this process's zygote would start as ``python -m`` with ``env`` would:
+    the interpreter's own settings (``PYTHON*``) are this process's."""
+    python = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+    return python == {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
 
 
 @contextlib.contextmanager
