@@ -290,6 +290,47 @@ class TestRoutes:
         (saved,) = await read(owner, f"/api/v1/webhooks/{name}/routes")
         assert saved["transform"] is None
 
+    async def test_a_dry_run_shows_each_transformed_body_as_a_diff(
+        self, stack: Stack, session: Session
+    ) -> None:
+        owner = await stack.owner()
+        hook = await stack.webhook(owner)
+        name = hook["name"]
+        await destination(owner, "erp", stack.receiver.url())
+        code = {
+            "erp-shape": "addHandler('transform', (r) => { r.body.total = r.body.amount * 100; "
+            "delete r.body.amount; return r; });",
+            "broken": "addHandler('transform', (r) => {\n  throw new Error('no ERP id');\n});",
+        }
+        for transformation, source in code.items():
+            made = await owner.api.post(
+                "/api/v1/transformations", json={"name": transformation, "code": source}
+            )
+            assert made.status_code == 201, made.text
+        sent = await stack.send(hook, b'{"type": "invoice.paid", "amount": 12}')
+        await stack.event(sent)
+        page = session.page
+        await session.login(owner, f"/webhooks/{name}/routes")
+        await page.get_by_role("button", name="New route").click()
+        form = page.get_by_role("form", name="New route")
+        await form.get_by_label("Name", exact=True).fill("to-erp")
+        panel = form.get_by_role("region", name="Dry run")
+        await expect(panel.get_by_role("row").filter(has_text=sent)).to_contain_text("Matched")
+        await expect(panel.get_by_role("columnheader", name="Transformed")).to_have_count(0)
+
+        await form.get_by_label("Transformation").select_option("erp-shape")
+        shown = panel.get_by_role("row").filter(has_text=sent)
+        await shown.get_by_text("erp-shape v1: body diff").click()
+        diff = shown.get_by_test_id("body-diff")
+        await expect(shown.get_by_text("1 line added, 1 line removed.", exact=True)).to_be_visible()
+        await expect(diff.locator("del")).to_have_text(re.compile(r'"amount": 12'))
+        await expect(diff.locator("ins")).to_have_text(re.compile(r'"total": 1200'))
+
+        await form.get_by_label("Transformation").select_option("broken")
+        await expect(panel.get_by_role("row").filter(has_text=sent)).to_contain_text(
+            re.compile(r"Failed \(line 2:\d+\): .*no ERP id")
+        )
+
     async def test_a_route_delays_its_deliveries(self, stack: Stack, session: Session) -> None:
         owner = await stack.owner()
         hook = await stack.webhook(owner)

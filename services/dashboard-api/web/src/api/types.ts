@@ -49,6 +49,7 @@ export type DryRunEvent = S["DryRunEvent"];
 export type DedupeRule = S["DedupeRule"];
 export type DedupePreset = S["DedupePreset"];
 export type DryRunDedupe = S["DryRunDedupe"];
+export type DryRunTransform = S["DryRunTransform"];
 export type Transformation = S["TransformationRead"];
 export type TransformationTestResult = S["TransformationTestResult"];
 export type TransformRequest = S["RequestBody"];

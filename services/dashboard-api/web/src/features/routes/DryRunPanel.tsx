@@ -6,6 +6,7 @@ import type { DedupeRule, DryRunDedupe, DryRunEvent } from "../../api/types";
 import { type Column, DataTable } from "../../components/DataTable";
 import { ErrorText, inputClass, Loading, Time } from "../../components/ui";
 import { dryRunQuery } from "./api";
+import { TransformedCell } from "./TransformedCell";
 
 export const LAST_CHOICES = [10, 20, 50, 100] as const;
 
@@ -56,6 +57,12 @@ const DEDUPE_COLUMN: Column<DryRunEvent> = {
   cell: (e) => dedupeKey(e.dedupe),
 };
 
+const TRANSFORM_COLUMN: Column<DryRunEvent> = {
+  header: "Transformed",
+  className: "text-sm",
+  cell: (e) => <TransformedCell event={e} />,
+};
+
 /** The route as it stands in the editor (saved or not) against the webhook's newest events:
  * matched or not, and why, per event. Nothing is delivered. */
 export function DryRunPanel({
@@ -66,6 +73,7 @@ export function DryRunPanel({
   last,
   onLast,
   dedupe = null,
+  transform = null,
 }: {
   webhook: string;
   route: string;
@@ -76,10 +84,12 @@ export function DryRunPanel({
   onLast: (last: number) => void;
   /** the route's deduplication rule: each matched event's key is shown (nothing is claimed) */
   dedupe?: DedupeRule | null;
+  /** the route's transformation: each matched event's transformed body is shown against its own */
+  transform?: string | null;
 }) {
   const titleId = useId();
   const run = useQuery({
-    ...dryRunQuery(webhook, route, filter ?? null, enabled, last, dedupe),
+    ...dryRunQuery(webhook, route, filter ?? null, enabled, last, dedupe, transform),
     enabled: filter !== undefined,
     placeholderData: keepPreviousData,
   });
@@ -128,7 +138,11 @@ export function DryRunPanel({
       ) : (
         <DataTable
           caption="Dry run, newest event first"
-          columns={dedupe ? [...COLUMNS, DEDUPE_COLUMN] : COLUMNS}
+          columns={[
+            ...COLUMNS,
+            ...(dedupe ? [DEDUPE_COLUMN] : []),
+            ...(transform ? [TRANSFORM_COLUMN] : []),
+          ]}
           rows={run.data.events}
           rowKey={(e) => e.event_id}
           empty="This webhook has no stored events yet: send one, then try again."

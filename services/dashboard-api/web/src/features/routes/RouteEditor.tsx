@@ -78,6 +78,7 @@ export function RouteEditor({
       enabled,
       last,
       settledRule,
+      transform || null,
     ),
     enabled: settledParse.ok,
   });
@@ -331,6 +332,7 @@ export function RouteEditor({
         last={last}
         onLast={setLast}
         dedupe={settledRule}
+        transform={transform || null}
       />
       <div className="flex flex-wrap items-center gap-2">
         <Button type="submit" variant="primary" disabled={save.isPending || !destinationChoice}>

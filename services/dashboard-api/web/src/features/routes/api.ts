@@ -27,6 +27,7 @@ export function dryRunQuery(
   enabled: boolean,
   last: number,
   dedupe: DedupeRule | null = null,
+  transform: string | null = null,
 ) {
   return queryOptions({
     queryKey: [
@@ -37,12 +38,13 @@ export function dryRunQuery(
       enabled,
       last,
       JSON.stringify(dedupe),
+      transform,
     ],
     queryFn: (): Promise<DryRunResult> =>
       call(() =>
         api.POST("/api/v1/webhooks/{name}/routes/{route}/dry-run", {
           params: { path: { name: webhook, route } },
-          body: { route: { filter, enabled, dedupe }, last },
+          body: { route: { filter, enabled, dedupe, transform }, last },
         }),
       ),
     retry: false,

@@ -37,7 +37,7 @@ function parseRequest(text: string): { request: TransformRequest } | { problem: 
 
 /** An event's body as its delivery sees it: parsed when its content type is JSON and it
  * parses, else the text (bytes that are not UTF-8 read as U+FFFD). */
-function eventBody(event: EventDetail): unknown {
+export function eventBody(event: EventDetail): unknown {
   const text = new TextDecoder().decode(bodyBytes(event.request_body, event.request_body_encoding));
   const type = (event.content_type ?? "").split(";")[0].trim().toLowerCase();
   if (type === "application/json" || type.endsWith("+json")) {
