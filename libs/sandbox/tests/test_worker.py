@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import BinaryIO, cast
 
 from hookbay_sandbox import Limits, protocol
 from hookbay_sandbox.pool import worker_env
+from hookbay_sandbox.worker import NICENESS
 
 ESCAPES_THE_INTERRUPT = (
     "addHandler('transform', (r) => { for(;;){ try { const a = [];"
@@ -53,3 +57,19 @@ class TestWorker:
         done = run_worker(frame, timeout=120)
 
         assert done.returncode == -signal.SIGXCPU
+
+    def test_runs_at_a_lower_cpu_priority_than_its_host(self) -> None:
+        argv = [sys.executable, "-m", "hookbay_sandbox.worker"]
+        argv += ["--address-space", str(512 * 1024 * 1024)]
+        worker = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env()
+        )
+        try:
+            stdout = cast("BinaryIO", worker.stdout)
+            assert protocol.read_blocking(stdout)[0]["op"] == "ready"  # confined by now
+            stat = Path(f"/proc/{worker.pid}/stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()
+            assert int(fields[16]) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+        finally:
+            worker.kill()
+            worker.wait(timeout=30)

@@ -6,8 +6,7 @@ modules: 0.7 to 1 s of CPU), and the test suite starts hundreds of them. The zyg
 child per request; the child takes the request's environment, working directory and output
 files and runs the service's ``__main__`` as ``python -m`` would (``runpy``), so the service's
 own start-up (settings, logging, servers) is exactly what it is in production — only the
-imports are inherited. ``make run``, the chaos suite, the benchmarks and the tests of
-``python -m`` itself still start services by ``exec``.
+imports are inherited. ``make run`` and the benchmarks still start services by ``exec``.
 
 Protocol (one line each way, on the zygote's stdin and stdout): a request is a JSON object
 ``{"module", "args", "env", "cwd", "stdout", "stderr"}`` (output paths; ``null`` = /dev/null);
