@@ -6,96 +6,9 @@ from __future__ import annotations
 import pytest
 
 from hookbay_sandbox import TransformPool
-from tests.support.transform import IDENTITY, create_request
+from tests.support.transform import HOSTILE_CODE, IDENTITY, create_request, handler
 
-
-def handler(body: str) -> str:
-    return f"addHandler('transform', (request, context) => {{ {body} }})"
-
-
-HOSTILE = [
-    pytest.param("while(true){}", "timeout", "CPU time limit", id="top-level-spin"),
-    pytest.param(handler("while(true){}"), "timeout", "CPU time limit", id="spin"),
-    pytest.param(
-        handler("for(;;){ try { while(true){} } catch (e) {} }"),
-        "timeout",
-        "CPU time limit",
-        id="spin-in-try-catch",
-    ),
-    pytest.param(
-        handler("function f(){ return f() + 1 } return f()"),
-        "runtime",
-        "stack limit",
-        id="unbounded-recursion",
-    ),
-    pytest.param(
-        handler("const a = []; for(;;) a.push(new Array(1e6).fill(1))"),
-        "memory",
-        "memory limit of 32 MiB",
-        id="unbounded-allocation",
-    ),
-    pytest.param(
-        # the engine's interrupt is polled too rarely here: the host's deadline ends it
-        handler(
-            "for(;;){ try { const a = []; for(;;) a.push(new Array(1e6).fill(1)) } catch (e) {} }"
-        ),
-        "timeout",
-        "",
-        id="out-of-memory-caught-in-a-loop",
-    ),
-    pytest.param(
-        handler("request.body = 'x'.repeat(2 ** 29); return request"),
-        "memory",
-        "memory limit",
-        id="string-of-512-MiB",
-    ),
-    pytest.param(
-        handler("return /(a+)+$/.test('a'.repeat(40) + '!')"),
-        "timeout",
-        "CPU time limit",
-        id="catastrophic-regex",
-    ),
-    pytest.param(
-        handler("return JSON.parse('['.repeat(1e6))"),
-        "runtime",
-        "stack limit",
-        id="json-parse-of-deep-nesting",
-    ),
-    pytest.param(
-        handler("const o = {}; o.self = o; request.body = o; return request"),
-        "invalid_output",
-        "circular",
-        id="returns-a-cycle",
-    ),
-    pytest.param(
-        handler("return () => request"), "invalid_output", "a function", id="returns-a-function"
-    ),
-    pytest.param(
-        handler("request.body = 1"), "invalid_output", "undefined", id="returns-undefined"
-    ),
-    pytest.param(
-        handler("request.body = 'x'.repeat(100 * 1000 * 1000); return request"),
-        "memory",
-        "memory limit",
-        id="returns-100-MB",
-    ),
-    pytest.param(
-        handler("throw 'a string'"), "runtime", "not an Error: a string", id="throws-a-string"
-    ),
-    pytest.param(handler("throw null"), "runtime", "not an Error: null", id="throws-null"),
-    pytest.param(
-        handler("throw {code: 7}"), "runtime", 'not an Error: {"code":7}', id="throws-an-object"
-    ),
-    pytest.param(handler("return 10n ** 10n"), "invalid_output", "bigint", id="returns-a-bigint"),
-    pytest.param(handler("return 'text'"), "invalid_output", "not string", id="returns-a-string"),
-    pytest.param(handler("return null"), "invalid_output", "not null", id="returns-null"),
-    pytest.param(
-        "addHandler('transform', async (request) => request)",
-        "invalid_output",
-        "async handlers are not supported",
-        id="async-handler",
-    ),
-]
+HOSTILE = [pytest.param(code, kind, reason, id=name) for name, code, kind, reason in HOSTILE_CODE]
 
 
 class TestHostile:

@@ -25,6 +25,7 @@ from tests.support.dashboard import Dashboard, Owner, serve_dashboard
 from tests.support.forwarder import forwarder_namespace, running
 from tests.support.ingest import ingest_settings
 from tests.support.receiver import Receiver
+from tests.support.transform import HOSTILE_CODE
 from tests.support.waiting import until
 
 RESHAPE = """
@@ -87,7 +88,13 @@ class Stack:
         return found
 
     async def event(
-        self, owner: Owner, webhook: str, request_id: str, status: str, deliveries: int
+        self,
+        owner: Owner,
+        webhook: str,
+        request_id: str,
+        status: str,
+        deliveries: int,
+        timeout: float = 60,
     ) -> dict[str, Any]:
         """The event, once it has ``status`` and ``deliveries`` deliveries."""
         found: dict[str, Any] = {}
@@ -103,7 +110,7 @@ class Stack:
             )
 
         try:
-            await until(settled, 60, interval=0.1, what=f"event {request_id} {status}")
+            await until(settled, timeout, interval=0.1, what=f"event {request_id} {status}")
         except AssertionError as exc:
             raise AssertionError(f"{exc}; last seen: {found}") from None
         return found
@@ -216,6 +223,48 @@ class TestTransformedDelivery:
         for delivery in by_route.values():
             assert delivery["attempts"] == []  # nothing sent, nothing retried
         assert all(stack.receiver.received(url) == [] for url in urls.values())
+
+    async def test_every_hostile_transformation_ends_transform_failed_with_its_reason(
+        self, stack: Stack
+    ) -> None:
+        """Each hostile code of the sandbox's own suite, run by the forwarder's pool on a real
+        event: code whose top level is hostile is refused when saved (the save runs the top
+        level), every other one is a ``transform_failed`` delivery of its own route, reason
+        ``<kind>: <message>``, nothing sent; then the pool still transforms."""
+        owner = await stack.dashboard.owner()
+        await make(owner, "/webhooks", {"name": "hostile"})
+        sink = stack.receiver.url()
+        await make(owner, "/destinations", {"name": "sink", "url": sink})
+        routed: dict[str, tuple[str, str]] = {}
+        for name, code, kind, reason in HOSTILE_CODE:
+            saved = await owner.client.post(
+                "/api/v1/transformations", json={"name": name, "code": code}
+            )
+            if "addHandler" not in code:  # top-level code: refused when saved, never routed
+                assert saved.status_code == 422, saved.text
+                assert reason in saved.text, saved.text
+                continue
+            assert saved.status_code == 201, saved.text
+            await make(owner, "/webhooks/hostile/routes",
+                       {"name": name, "destination": "sink", "transform": name})  # fmt: skip
+            routed[name] = (kind, reason)
+        await transformation(owner, "fine", IDENTITY)
+        await make(owner, "/webhooks/hostile/routes",
+                   {"name": "fine", "destination": "sink", "transform": "fine"})  # fmt: skip
+        await stack.routed(owner, "hostile", len(routed) + 1)
+
+        sent = await stack.send(owner, "hostile", b'{"id": "x1"}')
+        done = await stack.event(owner, "hostile", sent, "failed", len(routed) + 1, timeout=180)
+
+        by_route = {d["route"]: d for d in done["deliveries"]}
+        assert by_route.pop("fine")["status"] == "success"
+        for name, (kind, reason) in routed.items():
+            delivery = by_route[name]
+            assert delivery["status"] == "transform_failed", (name, delivery)
+            assert delivery["reason"].startswith(f"{kind}: "), (name, delivery["reason"])
+            assert reason in delivery["reason"], (name, delivery["reason"])
+            assert delivery["attempts"] == []
+        assert len(stack.receiver.received(sink)) == 1  # the "fine" route's, nothing else
 
     async def test_a_transformation_failing_again_and_again_is_suspended_until_edited(
         self, stack: Stack
