@@ -7,7 +7,9 @@ A process is started by ``launch`` (any argv) or ``launch_role`` (a service by r
 endpoints on a given loopback port), its output appended to a log file (or inherited), and then
 waited for (``wait_ready`` from plain code, ``wait_until_answering`` from async code), stopped
 (``stop``: SIGTERM, then SIGKILL after a grace period) or killed. Sync and async callers share the
-same ``subprocess.Popen`` underneath; async code never blocks on it (``wait`` polls).
+same ``subprocess.Popen`` underneath (or, for a service forked from the zygote, a
+``hookbay_dev.zygote.ZygoteChild`` answering the same calls); async code never blocks on it
+(``wait`` polls).
 """
 
 from __future__ import annotations
