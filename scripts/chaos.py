@@ -71,7 +71,14 @@ CONTROLS = {
         f"{c['hung']} routed destinations hanging {c['cycles']} times ({c['window_s']:g} s "
         f"measured): the other {c['others']}'s p99 from sent to delivered "
         f"{c['p99_before_ms']} ms in the quiet windows, {c['p99_during_ms']} ms while they hung "
-        f"({c['samples'][0]} and {c['samples'][1]} deliveries; 10 ms allowed)"
+        f"({c['samples'][0]} and {c['samples'][1]} deliveries; {c['allowed_ms']} ms allowed)"
+    ),
+    "transform_isolation": lambda c: (
+        f"one owner's transformation spinning on every event {c['cycles']} times "
+        f"({c['window_s']:g} s measured): the other {c['others']} routed owners' p99 from sent "
+        f"to delivered {c['p99_before_ms']} ms in the quiet windows, {c['p99_during_ms']} ms "
+        f"while it spun ({c['samples'][0]} and {c['samples'][1]} deliveries; "
+        f"{c['allowed_ms']} ms allowed)"
     ),
     "serial": lambda c: (
         f"max_concurrency 1 at {c['destinations']} destinations: {c['overlapping_attempts']} "

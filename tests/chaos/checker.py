@@ -10,7 +10,8 @@ and the self-check of every ``make chaos`` run on its real data (``scenarios.sel
 - ``stored``: request id → (status, body SHA-256) of every event the store lists;
 - ``deliveries``: the destination's lines (``tests/chaos/destination.py``), by request and path:
   a request whose webhook fans out (``copies``: target index → routes, default 1) must reach
-  that many paths;
+  that many paths; a ``failing`` target's events (one of its routes fails on purpose) end
+  ``failed`` instead of ``success``, once delivered to as many paths;
 - ``counted_by_stats`` (optional): the events the stats processor counted for the owners'
   webhooks (received and rejected), which must equal the events on the topic: none lost, none
   counted twice, whatever the fault did to its consumer group.
@@ -19,12 +20,14 @@ and the self-check of every ``make chaos`` run on its real data (``scenarios.sel
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 FINAL = "success"
 """The final status every accepted event must reach: the destination answers 200 in the end."""
+FAILED = "failed"
+"""The final status of an event of a ``failing`` target (one of its routes fails on purpose)."""
 
 
 @dataclass
@@ -75,11 +78,13 @@ def check(
     *,
     counted_by_stats: int | None = None,
     copies: Mapping[int, int] | None = None,
+    failing: Collection[int] = (),
     examples: int = 10,
 ) -> Verdict:
     verdict = Verdict()
     expected: dict[str, str] = {}
     wanted: dict[str, int] = {}
+    final: dict[str, str] = {}
     unexpected: Counter[str] = Counter()
 
     def example(text: str) -> None:
@@ -92,7 +97,9 @@ def check(
         if status == 200:
             verdict.accepted += 1
             expected[str(answer["request_id"])] = str(answer["sha256"])
-            wanted[str(answer["request_id"])] = (copies or {}).get(int(answer.get("target", -1)), 1)
+            target = int(answer.get("target", -1))
+            wanted[str(answer["request_id"])] = (copies or {}).get(target, 1)
+            final[str(answer["request_id"])] = FAILED if target in failing else FINAL
         elif status == 503 and answer.get("retry_after"):
             verdict.unavailable += 1
         else:
@@ -131,7 +138,7 @@ def check(
             if stored_sha != sha:
                 verdict.corrupt_in_store += 1
                 example(f"{request_id} stored with other bytes")
-            if stored_status != FINAL:
+            if stored_status != final[request_id]:
                 not_final[stored_status] += 1
                 example(f"{request_id} stored as {stored_status}")
         reached = len(paths.get(request_id, ()))

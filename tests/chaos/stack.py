@@ -38,9 +38,17 @@ from hookbay_common.db import (
 from hookbay_common.db import client as db_client
 from hookbay_common.db.alert_channels import AlertChannelRepository
 from hookbay_common.db.forwarding import keep_forward_route
+from hookbay_common.db.transformations import TransformationRepository
 from hookbay_common.ids import IdPrefix, new_id
 from hookbay_common.kafka import create_producer, ensure_configured_topics
-from hookbay_common.models import AlertChannel, AlertChannelType, DestinationState, StateReason
+from hookbay_common.models import (
+    AlertChannel,
+    AlertChannelType,
+    DestinationState,
+    Route,
+    StateReason,
+    Transformation,
+)
 from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from hookbay_dev.http import async_client
@@ -137,6 +145,11 @@ class Target:
     webhook_id: str
 
 
+SPIN_ROUTE = "spin"
+THROWS = "addHandler('transform', () => { throw new Error('not now') });"
+"""The spinner's transformation outside its spins: fails at once (and is soon suspended)."""
+
+
 class Stack:
     """One scenario's hookbay on ``infra``: a fresh database and namespace, ``OWNERS`` pro-plan
     owners each with a signed webhook delivering to the destination (half by ``forward_url``
@@ -148,10 +161,15 @@ class Stack:
     def __init__(
         self, infra: Infra, name: str, workdir: Path, hold: float = 10.0, *, fan_out: int = 1,
         routed_fields: dict[str, Any] | None = None, forward_routes: bool = False,
-        alerts: bool = False,
+        alerts: bool = False, spinner: bool = False,
     ) -> None:  # fmt: skip
         self.infra = infra
         self.alerts = alerts
+        self.spinner = spinner
+        """The first routed owner's webhook has a second route, ``SPIN_ROUTE``, through its
+        transformation ``SPIN_ROUTE`` (which throws until ``spin`` changes its code) to a
+        destination path nothing expects (``/<owner>/spin``): its deliveries all end
+        ``transform_failed``."""
         """Each routed owner has an alert channel: a signed webhook to the destination's
         ``/_alerts/<owner>``."""
         self.fan_out = fan_out
@@ -251,6 +269,8 @@ class Stack:
                         **self.routed_fields,
                     ))  # fmt: skip
                     routes.append(create_route(name=f"to-{name}", destination=name))
+                if self.spinner and not self.routed:
+                    routes.append(await self._spin_route(user.username, url))
                 routed = {"routes": tuple(routes)}
                 self.routed.append(user.username)
                 if self.alerts:
@@ -269,6 +289,37 @@ class Stack:
         (self.workdir / "targets.json").write_text(
             json.dumps([{"path": t.path, "secret": t.secret} for t in self.targets])
         )
+
+    async def _spin_route(self, username: str, url: str) -> Route:
+        box = SecretBox(TEST_SECRET_KEY)
+        await DestinationRepository(self.db, box).create(
+            create_destination(username=username, name=SPIN_ROUTE, url=f"{url}/spin")
+        )
+        now = utcnow()
+        await TransformationRepository(self.db, box).create(Transformation(
+            id=new_id(IdPrefix.TRANSFORMATION), username=username, name=SPIN_ROUTE, code=THROWS,
+            created_at=now, updated_at=now,
+        ))  # fmt: skip
+        return create_route(name=SPIN_ROUTE, destination=SPIN_ROUTE, transform=SPIN_ROUTE)
+
+    async def spin(self, code: str) -> None:
+        """Give the spinner's transformation ``code`` (a new version: a suspended one resumes),
+        as the API does: the store, then the change log."""
+        transformations = TransformationRepository(self.db, SecretBox(TEST_SECRET_KEY))
+        changed = await transformations.update(self.routed[0], SPIN_ROUTE, code=code)
+        producer = create_producer(self.infra.kafka)
+        await producer.start()
+        try:
+
+            async def send(topic: str, key: bytes, value: bytes) -> object:
+                return await producer.send_and_wait(topic, value, key=key)
+
+            publisher = ConfigPublisher(
+                send, self.settings.topics.config, SecretBox(TEST_SECRET_KEY)
+            )
+            assert await publisher.transformation_changed(changed)
+        finally:
+            await producer.stop()
 
     async def start(self, key: str) -> ServiceProcess:
         """Start (or start again) the process ``key`` (a role, ``ingest-N`` for a replica, which
@@ -331,6 +382,15 @@ class Stack:
             i: self.fan_out for i, t in enumerate(self.targets) if t.path.split("/")[2] in owners
         }
 
+    @property
+    def failing(self) -> set[int]:
+        """Target indices whose events end ``failed`` (``check``): the spinner's."""
+        if not self.spinner:
+            return set()
+        return {
+            i for i, t in enumerate(self.targets) if t.path.split("/")[2] == self.routed[0]
+        }  # fmt: skip
+
     async def pause_routed(self, paused: bool) -> None:
         """Pause (or resume) every routed owner's destinations, as the API does: the store, then
         the change log."""
@@ -384,15 +444,19 @@ class Stack:
         return found
 
     async def drained(self, timeout: float) -> dict[str, tuple[str, str]]:
-        """Wait until every accepted request was delivered and is stored as ``success`` (or the
-        deadline passes: the checker then says what is missing); the stored view."""
-        accepted = {str(a["request_id"]) for a in self.accepted()}
+        """Wait until every accepted request was delivered and is stored as ``success`` (``failed``
+        for a ``failing`` target's) or the deadline passes (the checker then says what is
+        missing); the stored view."""
+        final = {
+            str(a["request_id"]): "failed" if int(a.get("target", -1)) in self.failing else "success"
+            for a in self.accepted()
+        }  # fmt: skip
         deadline = time.monotonic() + timeout
         stored: dict[str, tuple[str, str]] = {}
         while time.monotonic() < deadline:
-            if accepted <= self.delivered():
+            if final.keys() <= self.delivered():
                 stored = await self.stored()
-                if all(stored.get(r, ("",))[0] == "success" for r in accepted):
+                if all(stored.get(r, ("",))[0] == status for r, status in final.items()):
                     return stored
             await asyncio.sleep(1)
         return await self.stored()

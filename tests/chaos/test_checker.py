@@ -144,3 +144,20 @@ def test_a_fanned_out_request_must_reach_each_of_its_paths() -> None:
     )  # fmt: skip
     again = check(answers, in_kafka, stored, [*deliveries, dict(first[fanned[1]])], copies={0: 3})
     assert (again.ok, again.duplicate_deliveries) == (True, 1)
+
+
+def test_a_failing_targets_events_must_end_failed_and_still_be_delivered() -> None:
+    """Target 0's events have a route that fails on purpose: stored ``failed`` they pass (and
+    ``success`` does not), and they must still reach their paths."""
+    answers, in_kafka, stored, deliveries = clean_run(20)
+    for answer in answers:
+        answer["target"] = answer["n"] % 2
+    failing = [a["request_id"] for a in answers if a["status"] == 200 and a["target"] == 0]
+    assert not check(answers, in_kafka, stored, deliveries, failing={0}).ok
+    for request_id in failing:
+        stored[request_id] = ("failed", stored[request_id][1])
+    assert check(answers, in_kafka, stored, deliveries, failing={0}).ok
+    unfailed = check(answers, in_kafka, stored, deliveries)
+    assert unfailed.not_final == {"failed": len(failing)}
+    undelivered = [d for d in deliveries if d["request_id"] != failing[0]]
+    assert check(answers, in_kafka, stored, undelivered, failing={0}).undelivered == 1

@@ -58,7 +58,7 @@ class TestWorker:
 
         assert done.returncode == -signal.SIGXCPU
 
-    def test_runs_at_a_lower_cpu_priority_than_its_host(self) -> None:
+    def test_runs_at_a_lower_cpu_priority_than_its_host_in_the_idle_class(self) -> None:
         argv = [sys.executable, "-m", "hookbay_sandbox.worker"]
         argv += ["--address-space", str(512 * 1024 * 1024)]
         worker = subprocess.Popen(
@@ -70,6 +70,7 @@ class TestWorker:
             stat = Path(f"/proc/{worker.pid}/stat").read_text()
             fields = stat.rsplit(")", 1)[1].split()
             assert int(fields[16]) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+            assert os.sched_getscheduler(worker.pid) == os.SCHED_IDLE
         finally:
             worker.kill()
             worker.wait(timeout=30)

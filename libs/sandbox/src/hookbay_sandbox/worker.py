@@ -23,15 +23,17 @@ from hookbay_sandbox.model import TransformError
 NOFILE = 16
 CPU_BACKSTOP_SLACK_S = 2
 NICENESS = 10
-"""How much lower than its host's the worker's CPU priority is: a transformation spinning to
-its CPU limit gets only the CPU the services leave, so their deliveries keep their pace."""
+"""How much lower than its host's the worker's CPU priority is (and it runs in the kernel's
+idle scheduling class, ``SCHED_IDLE``): a transformation spinning to its CPU limit gets only
+the CPU the services leave, so their deliveries keep their pace."""
 
 
 def confine(address_space: int) -> None:
     """The process-wide limits; lowered hard limits cannot be raised again by this process
     (unless it runs as root, where they still bound what the engine's allocator gets); the CPU
-    priority ``NICENESS`` lower."""
+    priority ``NICENESS`` lower, in the idle scheduling class."""
     os.nice(NICENESS)
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))

@@ -2,10 +2,10 @@
 
 A service's start is mostly imports (pydantic, pymongo, aiokafka, FastAPI, hookbay's own
 modules: 0.7 to 1 s of CPU), and the test suite starts hundreds of them. The zygote is a
-``python -m hookbay_dev.zygote`` that imports every service's entry module once, then forks a
-child per request; the child takes the request's environment, working directory and output
-files and runs the service's ``__main__`` as ``python -m`` would (``runpy``), so the service's
-own start-up (settings, logging, servers) is exactly what it is in production — only the
+``python -m hookbay_dev.zygote`` that imports what every service's entry module imports, once,
+then forks a child per request; the child takes the request's environment, working directory
+and output files and runs the service's ``__main__`` as ``python -m`` would (``runpy``), so the
+service's own start-up (settings, logging, servers) is exactly what it is in production — only the
 imports are inherited. ``make run`` and the benchmarks still start services by ``exec``.
 
 Protocol (one line each way, on the zygote's stdin and stdout): a request is a JSON object
@@ -36,16 +36,24 @@ from pathlib import Path
 from typing import Any
 
 PRELOAD = (
-    "hookbay_ingest.__main__",
-    "hookbay_dashboard.__main__",
-    "hookbay_forwarder.__main__",
+    "hookbay_ingest.app",
+    "hookbay_ingest.server",
+    "hookbay_ingest.settings",
+    "hookbay_dashboard.app",
+    "hookbay_dashboard.server",
+    "hookbay_dashboard.settings",
+    "hookbay_common.process",
+    "hookbay_forwarder.process",
+    "hookbay_forwarder.settings",
     "hookbay_forwarder.delivery",
     "hookbay_forwarder.recorder",
     "uvicorn.loops.uvloop",
     "uvicorn.lifespan.on",
     "uvicorn.protocols.http.httptools_impl",
 )
-"""What the zygote imports before it forks. The stats processor (faust) is left out: faust
+"""What the zygote imports before it forks: what the services' ``__main__`` modules import (not
+those modules themselves, which ``runpy`` must find unimported). The stats processor (faust)
+is left out: faust
 patches its event loop policy and logging at import, which the other roles must not inherit;
 ``stats`` children import it themselves."""
 
