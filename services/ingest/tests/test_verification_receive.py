@@ -451,14 +451,15 @@ class TestHandshakes:
         assert event.initial_status is EventStatus.SUCCESS
 
     async def test_forged_slack_url_verification(self, stack: Stack, probe: Probe) -> None:
-        body = b'{"challenge":"abc","type":"url_verification"}'
+        # a challenge no request id can contain (ids are lowercase base32): never echoed
+        body = b'{"challenge":"Forged-Challenge","type":"url_verification"}'
         headers = {"X-Slack-Signature": "v0=" + "0" * 64,
                    "X-Slack-Request-Timestamp": str(int(time.time()))}  # fmt: skip
         for mode in ("enforce", "record"):
             user, hook = await stack.owner(verification=verification("slack", mode=mode))
             response = await stack.post(user, hook, body, headers=headers)
             assert (response.status_code, response.json()["reason"]) == (401, "bad_signature")
-            assert "abc" not in response.text
+            assert "Forged-Challenge" not in response.text
             event = await stored(probe, response)
             assert event.handshake is HandshakeKind.SLACK_URL_VERIFICATION
             assert event.rejected_reason is RejectedReason.INVALID_SIGNATURE
