@@ -307,19 +307,8 @@ class Stack:
         as the API does: the store, then the change log."""
         transformations = TransformationRepository(self.db, SecretBox(TEST_SECRET_KEY))
         changed = await transformations.update(self.routed[0], SPIN_ROUTE, code=code)
-        producer = create_producer(self.infra.kafka)
-        await producer.start()
-        try:
-
-            async def send(topic: str, key: bytes, value: bytes) -> object:
-                return await producer.send_and_wait(topic, value, key=key)
-
-            publisher = ConfigPublisher(
-                send, self.settings.topics.config, SecretBox(TEST_SECRET_KEY)
-            )
+        async with self._publisher() as publisher:
             assert await publisher.transformation_changed(changed)
-        finally:
-            await producer.stop()
 
     async def start(self, key: str) -> ServiceProcess:
         """Start (or start again) the process ``key`` (a role, ``ingest-N`` for a replica, which
@@ -403,6 +392,15 @@ class Stack:
         """Change every routed owner's destinations as the API does: the store, then the change
         log."""
         destinations = DestinationRepository(self.db, SecretBox(TEST_SECRET_KEY))
+        async with self._publisher() as publisher:
+            for username in self.routed:
+                for name in self.routed_names:
+                    changed = await destinations.update(username, name, changes)
+                    assert await publisher.destination_changed(changed)
+
+    @contextlib.asynccontextmanager
+    async def _publisher(self) -> AsyncIterator[ConfigPublisher]:
+        """The change log's publisher, as the API's (its producer stopped at the end)."""
         producer = create_producer(self.infra.kafka)
         await producer.start()
         try:
@@ -410,13 +408,7 @@ class Stack:
             async def send(topic: str, key: bytes, value: bytes) -> object:
                 return await producer.send_and_wait(topic, value, key=key)
 
-            publisher = ConfigPublisher(
-                send, self.settings.topics.config, SecretBox(TEST_SECRET_KEY)
-            )
-            for username in self.routed:
-                for name in self.routed_names:
-                    changed = await destinations.update(username, name, changes)
-                    assert await publisher.destination_changed(changed)
+            yield ConfigPublisher(send, self.settings.topics.config, SecretBox(TEST_SECRET_KEY))
         finally:
             await producer.stop()
 
