@@ -91,6 +91,7 @@ async def serve_dashboard(settings: DashboardSettings) -> AsyncIterator[Dashboar
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_config=None, access_log=False,
         timeout_keep_alive=int(settings.keepalive_timeout),  # as python -m hookbay_dashboard
+        timeout_graceful_shutdown=10,
     )  # fmt: skip
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

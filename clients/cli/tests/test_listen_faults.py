@@ -86,7 +86,7 @@ class TestListenThroughFaults:
                 }  # fmt: skip
                 listener = await asyncio.create_subprocess_exec(
                     HOOKBAY, "listen", "orders", "--forward-to", url, "--format", "jsonl",
-                    "--stall-timeout", "1", "--backoff-min", "0.05", env=env,
+                    "--stall-timeout", "1", "--backoff-min", "0.05", "--backoff-max", "1", env=env,
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 )  # fmt: skip
                 assert listener.stderr is not None
@@ -101,7 +101,11 @@ class TestListenThroughFaults:
                     await until(lambda: len(made) >= 100, 15, what="2 s of events while stopped")
                     listener.send_signal(signal.SIGCONT)
                     await until(lambda: len(made) >= 120, 15, what="1 s more")
-                await until(lambda: len(receiver.received(url)) >= len(made), 30, what="all")
+                try:
+                    await until(lambda: len(receiver.received(url)) >= len(made), 30, what="all")
+                except AssertionError as exc:
+                    got = len(receiver.received(url))
+                    raise AssertionError(f"{exc}: {got} of {len(made)} arrived") from None
                 listener.send_signal(signal.SIGINT)
                 _, err = await asyncio.wait_for(listener.communicate(), 15)
                 assert listener.returncode == 0, err.decode()

@@ -329,9 +329,10 @@ def _fields(view: dict[str, Any]) -> str:
               show_default=True, help="Seconds without data from the server before reconnecting.")  # fmt: skip
 @click.option("--no-record", is_flag=True, help="Do not record the local answers as attempts.")
 @click.option("--backoff-min", type=click.FloatRange(0.01, 60), default=1.0, hidden=True)
+@click.option("--backoff-max", type=click.FloatRange(0.01, 3600), default=30.0, hidden=True)
 def listen(
     webhook: str, forward_to: str, fmt: str, since: str | None, skip_verify: bool,
-    timeout: float, stall_timeout: float, no_record: bool, backoff_min: float,
+    timeout: float, stall_timeout: float, no_record: bool, backoff_min: float, backoff_max: float,
 ) -> None:  # fmt: skip
     """Forward WEBHOOK's events to a local URL as they arrive: the exact body and the original
     headers, so your app's own signature check passes. Resumes after network trouble and
@@ -340,7 +341,8 @@ def listen(
 
     options = ListenOptions(
         webhook, forward_to, format=fmt, since=since, skip_verify=skip_verify, timeout=timeout,
-        stall_timeout=stall_timeout, backoff_min=backoff_min, record=not no_record,
+        stall_timeout=stall_timeout, backoff_min=backoff_min, backoff_max=backoff_max,
+        record=not no_record,
     )  # fmt: skip
     try:
         code = _run(lambda c: Listener(c, options).run())
