@@ -12,7 +12,7 @@ from typing import BinaryIO, cast
 
 from hookbay_sandbox import Limits, protocol
 from hookbay_sandbox.pool import worker_env
-from hookbay_sandbox.worker import NICENESS
+from hookbay_sandbox.worker import AUTOGROUP_NICE, NICENESS
 
 ESCAPES_THE_INTERRUPT = (
     "addHandler('transform', (r) => { for(;;){ try { const a = [];"
@@ -57,6 +57,33 @@ class TestWorker:
         done = run_worker(frame, timeout=120)
 
         assert done.returncode == -signal.SIGXCPU
+
+    def test_alone_in_its_session_its_autogroup_is_the_lowest_and_a_shared_one_is_left(
+        self,
+    ) -> None:
+        """The pool starts workers in sessions of their own; this machine's kernel (as most)
+        groups the scheduling by session, so the autogroup's niceness is what bounds a spinning
+        worker. A worker in its host's session must not lower the host's."""
+        host = Path("/proc/self/autogroup").read_text()
+        for own_session in (True, False):
+            argv = [sys.executable, "-m", "hookbay_sandbox.worker"]
+            argv += ["--address-space", str(512 * 1024 * 1024)]
+            worker = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env(),
+                start_new_session=own_session,
+            )  # fmt: skip
+            try:
+                stdout = cast("BinaryIO", worker.stdout)
+                assert protocol.read_blocking(stdout)[0]["op"] == "ready"  # confined by now
+                autogroup = Path(f"/proc/{worker.pid}/autogroup").read_text()
+            finally:
+                worker.kill()
+                worker.wait(timeout=30)
+            if own_session:
+                assert autogroup.split()[-2:] == ["nice", str(AUTOGROUP_NICE)]
+            else:
+                assert autogroup == host
+        assert Path("/proc/self/autogroup").read_text() == host
 
     def test_runs_at_a_lower_cpu_priority_than_its_host_in_the_idle_class(self) -> None:
         argv = [sys.executable, "-m", "hookbay_sandbox.worker"]

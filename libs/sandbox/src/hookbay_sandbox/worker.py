@@ -26,6 +26,14 @@ NICENESS = 10
 """How much lower than its host's the worker's CPU priority is (and it runs in the kernel's
 idle scheduling class, ``SCHED_IDLE``): a transformation spinning to its CPU limit gets only
 the CPU the services leave, so their deliveries keep their pace."""
+AUTOGROUP_NICE = 19
+"""The niceness of the worker's scheduling autogroup, when it leads a session of its own (as
+the pool starts it). Outside a CPU cgroup, Linux shares the CPU fairly between sessions'
+autogroups first and applies ``SCHED_IDLE`` and nice only within one: a worker alone in its
+session would otherwise take half the machine from every other process while it spins."""
+AUTOGROUP_TRIES = 10
+"""The kernel takes one autogroup change per 100 ms from unprivileged processes (``EAGAIN``
+otherwise): workers starting together try again this many times, 100 ms apart."""
 
 
 def confine(address_space: int) -> None:
@@ -34,10 +42,27 @@ def confine(address_space: int) -> None:
     priority ``NICENESS`` lower, in the idle scheduling class."""
     os.nice(NICENESS)
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    if os.getsid(0) == os.getpid():  # its own autogroup: lowering it lowers no one else
+        lower_autogroup()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+
+def lower_autogroup() -> None:
+    """``AUTOGROUP_NICE`` for the calling session's autogroup. Nothing to do where the kernel
+    has no autogroups or ``/proc`` is read-only (a container: its CPU cgroup already puts the
+    worker in the service's share, where ``SCHED_IDLE`` holds)."""
+    for _ in range(AUTOGROUP_TRIES):
+        try:
+            with open("/proc/self/autogroup", "w") as autogroup:
+                autogroup.write(str(AUTOGROUP_NICE))
+            return
+        except BlockingIOError:
+            time.sleep(0.1)
+        except OSError:
+            return
 
 
 def arm_cpu_backstop(limits: Limits) -> None:
