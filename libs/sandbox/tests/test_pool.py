@@ -245,6 +245,35 @@ class TestFairness:
         assert TransformPool().size >= 2
 
 
+class TestScheduling:
+    async def test_short_calls_run_at_the_hosts_priority_in_the_same_worker(
+        self, pool: TransformPool
+    ) -> None:
+        before = pool.pids
+        for _ in range(5):
+            assert (await pool.run("alice", IDENTITY, create_request(), {})).ok
+
+        assert pool.pids == before
+        assert all(os.sched_getscheduler(pid) == os.sched_getscheduler(0) for pid in before)
+
+    async def test_a_long_call_moves_to_the_idle_class_and_its_worker_retires(self) -> None:
+        async with TransformPool(size=2, limits=LIMITS) as pool:
+            call = asyncio.create_task(pool.run("mallory", SPIN, create_request(), {}))
+            await until(lambda: pool.busy_pids, "the call to start")
+            (spinner,) = pool.busy_pids
+            await until(lambda: os.sched_getscheduler(spinner) == os.SCHED_IDLE, "the idle class")
+
+            result = await call
+
+            assert result.error is not None
+            assert result.error.kind == "timeout"
+            assert spinner not in pool.pids
+            await until(lambda: len(pool.pids) == pool.size, "the successor")
+            assert (await pool.run("mallory", IDENTITY, create_request(), {})).ok
+            host = os.sched_getscheduler(0)
+            assert all(os.sched_getscheduler(pid) == host for pid in pool.pids)
+
+
 class TestConfinement:
     async def test_workers_run_with_small_rlimits_and_few_descriptors(
         self, pool: TransformPool

@@ -12,7 +12,6 @@ from typing import BinaryIO, cast
 
 from hookbay_sandbox import Limits, protocol
 from hookbay_sandbox.pool import worker_env
-from hookbay_sandbox.worker import AUTOGROUP_NICE, NICENESS
 
 ESCAPES_THE_INTERRUPT = (
     "addHandler('transform', (r) => { for(;;){ try { const a = [];"
@@ -58,34 +57,9 @@ class TestWorker:
 
         assert done.returncode == -signal.SIGXCPU
 
-    def test_alone_in_its_session_its_autogroup_is_the_lowest_and_a_shared_one_is_left(
-        self,
-    ) -> None:
-        """The pool starts workers in sessions of their own; this machine's kernel (as most)
-        groups the scheduling by session, so the autogroup's niceness is what bounds a spinning
-        worker. A worker in its host's session must not lower the host's."""
-        host = Path("/proc/self/autogroup").read_text()
-        for own_session in (True, False):
-            argv = [sys.executable, "-m", "hookbay_sandbox.worker"]
-            argv += ["--address-space", str(512 * 1024 * 1024)]
-            worker = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env(),
-                start_new_session=own_session,
-            )  # fmt: skip
-            try:
-                stdout = cast("BinaryIO", worker.stdout)
-                assert protocol.read_blocking(stdout)[0]["op"] == "ready"  # confined by now
-                autogroup = Path(f"/proc/{worker.pid}/autogroup").read_text()
-            finally:
-                worker.kill()
-                worker.wait(timeout=30)
-            if own_session:
-                assert autogroup.split()[-2:] == ["nice", str(AUTOGROUP_NICE)]
-            else:
-                assert autogroup == host
-        assert Path("/proc/self/autogroup").read_text() == host
-
-    def test_runs_at_a_lower_cpu_priority_than_its_host_in_the_idle_class(self) -> None:
+    def test_runs_in_its_hosts_session_in_a_process_group_of_its_own(self) -> None:
+        """Its host's session, so its host's scheduling autogroup (where its idle class yields
+        to the services); a group of its own, so that the pool kills it whole."""
         argv = [sys.executable, "-m", "hookbay_sandbox.worker"]
         argv += ["--address-space", str(512 * 1024 * 1024)]
         worker = subprocess.Popen(
@@ -93,11 +67,29 @@ class TestWorker:
         )
         try:
             stdout = cast("BinaryIO", worker.stdout)
-            assert protocol.read_blocking(stdout)[0]["op"] == "ready"  # confined by now
-            stat = Path(f"/proc/{worker.pid}/stat").read_text()
-            fields = stat.rsplit(")", 1)[1].split()
-            assert int(fields[16]) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
-            assert os.sched_getscheduler(worker.pid) == os.SCHED_IDLE
+            assert protocol.read_blocking(stdout)[0]["op"] == "ready"
+            assert os.getsid(worker.pid) == os.getsid(0)
+            assert os.getpgid(worker.pid) == worker.pid != os.getpgid(0)
+            autogroup = Path(f"/proc/{worker.pid}/autogroup").read_text()
+            assert autogroup == Path("/proc/self/autogroup").read_text()
         finally:
             worker.kill()
             worker.wait(timeout=30)
+
+    def test_runs_at_its_hosts_priority_or_in_the_idle_class_when_told(self) -> None:
+        for idle in (False, True):
+            argv = [sys.executable, "-m", "hookbay_sandbox.worker"]
+            argv += ["--address-space", str(512 * 1024 * 1024)] + (["--idle"] if idle else [])
+            worker = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env()
+            )
+            try:
+                stdout = cast("BinaryIO", worker.stdout)
+                assert protocol.read_blocking(stdout)[0]["op"] == "ready"  # confined by now
+                policy = os.sched_getscheduler(worker.pid)
+                niceness = os.getpriority(os.PRIO_PROCESS, worker.pid)
+            finally:
+                worker.kill()
+                worker.wait(timeout=30)
+            assert policy == (os.SCHED_IDLE if idle else os.sched_getscheduler(0))
+            assert niceness == os.getpriority(os.PRIO_PROCESS, 0)

@@ -30,7 +30,7 @@ def check_transformation(code: str, *, engine: str = "quickjs") -> TransformErro
     from hookbay_sandbox.pool import worker_env
 
     argv = [sys.executable, "-m", "hookbay_sandbox.worker", "--engine", engine]
-    argv += ["--address-space", str(CHECK_ADDRESS_SPACE)]
+    argv += ["--address-space", str(CHECK_ADDRESS_SPACE), "--idle"]
     frame = protocol.encode({"op": "check", "limits": CHECK_LIMITS.to_wire()}, (data,))
     try:
         done = subprocess.run(
@@ -40,7 +40,6 @@ def check_transformation(code: str, *, engine: str = "quickjs") -> TransformErro
             env=worker_env(),
             timeout=CHECK_LIMITS.deadline_s + 10,  # + the worker's start-up
             check=False,
-            start_new_session=True,
         )
     except subprocess.TimeoutExpired:
         return TransformError("timeout", "the code's top level did not finish in time")

@@ -31,6 +31,15 @@ WORKER_BASE_ADDRESS_SPACE = 384 * MIB
 """The worker's address space before the engine's heap: the interpreter, its libraries and
 the frames in transit (measured: ~40 MiB mapped at rest; the rest is headroom)."""
 
+DEMOTE_AFTER_S = 0.05
+"""A call still running after this long (wall time) moves its worker to the kernel's idle
+scheduling class (``SCHED_IDLE``), where it gets only the CPU the services leave, and the worker
+retires when the call ends (a process cannot come back from the idle class unprivileged; its
+successor starts at its host's priority). A transformation's ordinary call takes about a
+millisecond at 1 KiB and ten at 100 KiB, at its host's priority, so a busy host still gets its
+answers at full speed; one spinning to its CPU limit spends all but its first 50 ms in the idle
+class, so the services keep their pace (``docs/decisions.md``, the sandbox)."""
+
 _CRASH_ERRORS = (asyncio.IncompleteReadError, protocol.ProtocolError, ConnectionError, OSError)
 
 
@@ -45,22 +54,33 @@ class _Worker:
         self.process = process
         self.pid = process.pid
         self.busy = False
+        self.demoted = False
+        """Moved to the idle scheduling class by a long call (``DEMOTE_AFTER_S``): it retires."""
 
     async def call(self, frame: bytes, deadline_s: float) -> tuple[dict[str, Any], list[bytes]]:
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         self.busy = True
-        async with asyncio.timeout(deadline_s):
-            self.process.stdin.write(frame)
-            await self.process.stdin.drain()
-            reply = await protocol.read(self.process.stdout)
+        demotion = asyncio.get_running_loop().call_later(DEMOTE_AFTER_S, self._demote)
+        try:
+            async with asyncio.timeout(deadline_s):
+                self.process.stdin.write(frame)
+                await self.process.stdin.drain()
+                reply = await protocol.read(self.process.stdout)
+        finally:
+            demotion.cancel()
         self.busy = False
         return reply
 
+    def _demote(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.sched_setscheduler(self.pid, os.SCHED_IDLE, os.sched_param(0))
+        self.demoted = True
+
     async def kill(self) -> int:
-        """SIGKILL (the whole session: the worker and anything it started); its exit status."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGKILL)
+        """SIGKILL (its whole process group: the worker and anything it started); its exit
+        status."""
+        _kill_group(self.process)
         return await self.process.wait()
 
     async def stop(self) -> None:
@@ -214,7 +234,7 @@ class TransformPool:
             except BaseException:
                 self._replace(worker)  # cancelled mid-call: its answer would be read by the next
                 raise
-            if reply[0].get("recycle"):
+            if reply[0].get("recycle") or worker.demoted:
                 self._replace(worker)
             else:
                 self._idle.put_nowait(worker)
@@ -236,8 +256,7 @@ class TransformPool:
     def _replace(self, worker: _Worker) -> None:
         self._workers.discard(worker)
         if worker.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(worker.pid, signal.SIGKILL)
+            _kill_group(worker.process)
         if self._closed:
             return
         task = asyncio.create_task(self._respawn(worker))
@@ -271,7 +290,6 @@ class TransformPool:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
             env=worker_env(),
-            start_new_session=True,
             close_fds=True,
         )
         worker = _Worker(process)
@@ -287,6 +305,16 @@ class TransformPool:
             await worker.kill()
             raise
         return worker
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the worker's process group (it makes one of its own first thing, in its host's
+    session: ``hookbay_sandbox.worker``); the worker alone if it has not made it yet."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
 
 
 def worker_env() -> dict[str, str]:

@@ -22,47 +22,20 @@ from hookbay_sandbox.model import TransformError
 
 NOFILE = 16
 CPU_BACKSTOP_SLACK_S = 2
-NICENESS = 10
-"""How much lower than its host's the worker's CPU priority is (and it runs in the kernel's
-idle scheduling class, ``SCHED_IDLE``): a transformation spinning to its CPU limit gets only
-the CPU the services leave, so their deliveries keep their pace."""
-AUTOGROUP_NICE = 19
-"""The niceness of the worker's scheduling autogroup, when it leads a session of its own (as
-the pool starts it). Outside a CPU cgroup, Linux shares the CPU fairly between sessions'
-autogroups first and applies ``SCHED_IDLE`` and nice only within one: a worker alone in its
-session would otherwise take half the machine from every other process while it spins."""
-AUTOGROUP_TRIES = 10
-"""The kernel takes one autogroup change per 100 ms from unprivileged processes (``EAGAIN``
-otherwise): workers starting together try again this many times, 100 ms apart."""
 
 
-def confine(address_space: int) -> None:
+def confine(address_space: int, *, idle: bool = False) -> None:
     """The process-wide limits; lowered hard limits cannot be raised again by this process
-    (unless it runs as root, where they still bound what the engine's allocator gets); the CPU
-    priority ``NICENESS`` lower, in the idle scheduling class."""
-    os.nice(NICENESS)
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    if os.getsid(0) == os.getpid():  # its own autogroup: lowering it lowers no one else
-        lower_autogroup()
+    (unless it runs as root, where they still bound what the engine's allocator gets). ``idle``:
+    in the kernel's idle scheduling class from the start (a save-time check, which nobody waits
+    on in bulk); a pool's worker runs at its host's priority, and the pool moves it to the idle
+    class when one call runs long (``hookbay_sandbox.pool.DEMOTE_AFTER_S``)."""
+    if idle:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-
-
-def lower_autogroup() -> None:
-    """``AUTOGROUP_NICE`` for the calling session's autogroup. Nothing to do where the kernel
-    has no autogroups or ``/proc`` is read-only (a container: its CPU cgroup already puts the
-    worker in the service's share, where ``SCHED_IDLE`` holds)."""
-    for _ in range(AUTOGROUP_TRIES):
-        try:
-            with open("/proc/self/autogroup", "w") as autogroup:
-                autogroup.write(str(AUTOGROUP_NICE))
-            return
-        except BlockingIOError:
-            time.sleep(0.1)
-        except OSError:
-            return
 
 
 def arm_cpu_backstop(limits: Limits) -> None:
@@ -136,10 +109,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="hookbay_sandbox.worker")
     parser.add_argument("--engine", choices=ENGINES, default="quickjs")
     parser.add_argument("--address-space", type=int, required=True)
+    parser.add_argument("--idle", action="store_true", help="the idle scheduling class")
     args = parser.parse_args()
+    # A process group of its own (the pool kills it whole) in its host's session, not a session
+    # of its own: outside a CPU cgroup (a VM, make run) Linux shares the CPU between sessions'
+    # autogroups before it looks at nice or SCHED_IDLE, and a worker leading its own session took
+    # half of a 2-core machine from every service while it spun (docs/decisions.md, the
+    # sandbox). In its host's session its idle class yields to the host and the services started
+    # beside it, and the CPU the host leaves while it waits for an answer is the worker's.
+    if os.getpgid(0) != os.getpid():  # a session leader (started so) leads its group already
+        os.setpgid(0, 0)
     engine = load(args.engine)
     stdin, stdout = private_pipes()
-    confine(args.address_space)
+    confine(args.address_space, idle=args.idle)
     arm_cpu_backstop(Limits())
     serve(engine, stdin, stdout)
 
