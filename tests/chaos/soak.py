@@ -79,9 +79,8 @@ async def sample(stack: Stack, client: httpx.AsyncClient, started: float) -> lis
 def warm_up_seconds(rate: float, minutes: float) -> float:
     """Until the processes' bounded structures are full, at least 5 minutes (at most half a short
     run): flatness before that means nothing. The largest is the recorder's event-location cache
-    (``LOCATE_CACHE`` events, ~25 MiB full), which fills in ``LOCATE_CACHE / rate`` seconds: 17 min
-    at 100 requests/s (the first 30-minute soak judged from minute 5 saw the recorder grow 27 %
-    up to that point, then stay flat)."""
+    (``LOCATE_CACHE`` events, ~12 MiB full), which fills in ``LOCATE_CACHE / rate`` seconds:
+    8 min 20 s at 100 requests/s."""
     return min(max(300.0, LOCATE_CACHE / rate), minutes * 60 / 2)
 
 
