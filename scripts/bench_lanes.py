@@ -16,6 +16,11 @@ with the owner's API service (so the forwarder learns them from the change log):
   ``max_concurrency`` 64 that answers at once, produced to the events topic (as ingest writes
   them: keyed by the owner, marked routed) before the forwarder starts; the figure is the
   deliveries per second from the first arrival to the last.
+* **identity**: the same ``--events`` to a third webhook whose route runs a transformation
+  that returns its request unchanged (``IDENTITY``) on every event, to a destination like
+  **fast**'s: every delivery's request goes through the sandbox (the forwarder's pool, one
+  owner's half of it) first. The figure is its deliveries per second and its share of
+  **fast**'s (the target: at least half).
 * **filter**: in this process, the router's per-event filter work on the same 1 KiB JSON body:
   reading the request as filters see it (the body parsed once per event), and evaluating a
   typical filter (``$startsWith`` on a string, ``$gte`` on a number, ``$in`` on a header), one
@@ -64,6 +69,9 @@ BEGIN = (
 )
 END = "<!-- bench:lanes:end -->"
 SLOW_SECONDS = 0.5
+IDENTITY = "addHandler('transform', (request) => request);"
+IDENTITY_SHARE = 0.5
+"""The identity-transformed lane's deliveries/s as a share of the plain lane's: the target."""
 BODY = make_body(1024)
 
 # run by the stack's interpreter: the owner, destinations and routes through the owners' services
@@ -77,18 +85,27 @@ spec = json.loads(sys.argv[1])
 async def work(rt):
     from hookbay_dashboard.destinations.schemas import DestinationCreate
     from hookbay_dashboard.routing.schemas import RouteCreate
+    from hookbay_dashboard.transformations.sandbox import Sandbox
+    from hookbay_dashboard.transformations.schemas import TransformationCreate
 
     services = services_for(rt)
     await accounts_for(rt).create_user(spec["owner"], plan="pro")
+    sandbox = Sandbox()
     ids = {}
-    for name, url, concurrency in spec["destinations"]:
+    for name, url, concurrency, code in spec["destinations"]:
         fields = {"max_concurrency": concurrency} if concurrency else {}
         await services.destinations().create(
             spec["owner"], DestinationCreate(name=name, url=url, **fields)
         )
         hook = await webhooks_for(rt).create(spec["owner"], name)
-        await services.routes().create(spec["owner"], name, RouteCreate(name="all", destination=name))
+        if code is not None:
+            await services.transformations(sandbox).create(
+                spec["owner"], TransformationCreate(name=name, code=code)
+            )
+        route = RouteCreate(name="all", destination=name, transform=name if code else None)
+        await services.routes().create(spec["owner"], name, route)
         ids[name] = hook.id
+    await sandbox.close()
     print(json.dumps(ids))
 
 CliState().run(work)
@@ -144,11 +161,13 @@ async def producer(env: dict[str, str]) -> Any:
     return started
 
 
-async def produce_all(env: dict[str, str], topic: str, webhook_id: str, count: int) -> None:
+async def produce_all(
+    env: dict[str, str], topic: str, webhook_id: str, name: str, count: int
+) -> None:
     kafka = await producer(env)
     try:
         sent = [
-            await kafka.send(topic, event(webhook_id, "fast"), key=OWNER.encode())
+            await kafka.send(topic, event(webhook_id, name), key=OWNER.encode())
             for _ in range(count)
         ]
         await asyncio.gather(*sent)
@@ -214,8 +233,9 @@ def stack() -> Iterator[tuple[dict[str, str], Receiver, dict[str, str], str]]:
         subprocess.run([str(python.parent / "hookbay-admin"), "migrate"], env=env, check=True,
                        capture_output=True, timeout=600)  # fmt: skip
         spec = json.dumps({"owner": OWNER, "destinations": [
-            ["fast", f"http://{HOST}:{port}/o/fast", 64],
-            ["slow", f"http://{HOST}:{port}/slow/slow", None],
+            ["fast", f"http://{HOST}:{port}/o/fast", 64, None],
+            ["identity", f"http://{HOST}:{port}/o/identity", 64, IDENTITY],
+            ["slow", f"http://{HOST}:{port}/slow/slow", None, None],
         ]})  # fmt: skip
         made = subprocess.run([str(python), "-c", PROVISION, spec], env=env, check=False,
                               capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -275,26 +295,36 @@ def filter_cost(rounds: int = 20_000) -> dict[str, float]:
     }
 
 
+def delivered(receiver: Receiver, label: str, events: int) -> dict[str, Any]:
+    """Wait for ``events`` deliveries to ``label`` (at most ten minutes): their rate, from the
+    first arrival to the last."""
+    for _ in range(600):  # bounded: ten minutes
+        arrived, first, last = receiver.arrived(label)
+        if arrived >= events:
+            break
+        time.sleep(1.0)
+    assert first is not None
+    assert last is not None
+    return {"events": events, "arrived": arrived,
+            "per_second": round(arrived / max(last - first, 1e-9))}  # fmt: skip
+
+
 def run(events: int, rate: float, seconds: float) -> dict[str, Any]:
     with stack() as (env, receiver, ids, topic):
-        asyncio.run(produce_all(env, topic, ids["fast"], events))
+        asyncio.run(produce_all(env, topic, ids["fast"], "fast", events))
         with forwarder(env):
-            for _ in range(600):  # bounded: ten minutes
-                arrived, first, last = receiver.arrived("fast")
-                if arrived >= events:
-                    break
-                time.sleep(1.0)
-            assert first is not None
-            assert last is not None
-            fast = {"events": events, "arrived": arrived,
-                    "per_second": round(arrived / max(last - first, 1e-9))}  # fmt: skip
+            fast = delivered(receiver, "fast", events)
+            receiver.reset()
+            asyncio.run(produce_all(env, topic, ids["identity"], "identity", events))
+            identity = delivered(receiver, "identity", events)
+            identity["share"] = round(identity["per_second"] / fast["per_second"], 2)
             receiver.reset()
             slow = asyncio.run(produce_at(env, topic, ids["slow"], rate, seconds, receiver))
-    return {"fast": fast, "slow": slow, "filter": filter_cost()}
+    return {"fast": fast, "identity": identity, "slow": slow, "filter": filter_cost()}
 
 
 def render(result: dict[str, Any], command: str) -> str:
-    fast, slow = result["fast"], result["slow"]
+    fast, identity, slow = result["fast"], result["identity"], result["slow"]
     keeps_up = slow["max_backlog"] <= 2 * slow["sent"] / slow["seconds"]
     return "\n".join([
         BEGIN, "",
@@ -303,6 +333,9 @@ def render(result: dict[str, Any], command: str) -> str:
         "| scenario | figure |", "|---|---|",
         f"| one owner, one destination with `max_concurrency` 64 answering at once, "
         f"{fast['events']:,} events queued | **{fast['per_second']:,} deliveries/s** |",
+        f"| the same through a transformation returning its request unchanged, on every event "
+        f"| **{identity['per_second']:,} deliveries/s**, {identity['share']:.0%} of the above "
+        f"(target ≥ {IDENTITY_SHARE:.0%}: {'met' if identity['share'] >= IDENTITY_SHARE else 'missed'}) |",
         f"| one owner at {slow['sent'] / slow['seconds']:.0f} events/s for {slow['seconds']:.0f} s "
         f"to a destination answering in {SLOW_SECONDS} s, `max_concurrency` at its default | "
         f"backlog at most {slow['max_backlog']} events, {slow['end_backlog']} when sending ended, "
