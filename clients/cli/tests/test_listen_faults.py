@@ -104,8 +104,8 @@ class TestListenThroughFaults:
                 try:
                     await until(lambda: len(receiver.received(url)) >= len(made), 30, what="all")
                 except AssertionError as exc:
-                    got = len(receiver.received(url))
-                    raise AssertionError(f"{exc}: {got} of {len(made)} arrived") from None
+                    arrived = len(receiver.received(url))
+                    raise AssertionError(f"{exc}: {arrived} of {len(made)} arrived") from None
                 listener.send_signal(signal.SIGINT)
                 _, err = await asyncio.wait_for(listener.communicate(), 15)
                 assert listener.returncode == 0, err.decode()
