@@ -340,10 +340,10 @@ async def a_transformation_spins(stack: Stack) -> None:
 
     async def spin() -> Window:
         start = time.time()
-        for version in itertools.count():
-            if time.time() >= start + HANG_WINDOW:
-                break
+        version = 0
+        while time.time() < start + HANG_WINDOW:
             await stack.spin(f"{SPIN}\n// {version}")
+            version += 1
             await asyncio.sleep(SPIN_EVERY)
         end = time.time()
         await stack.spin(THROWS)

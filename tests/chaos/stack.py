@@ -165,13 +165,13 @@ class Stack:
     ) -> None:  # fmt: skip
         self.infra = infra
         self.alerts = alerts
+        """Each routed owner has an alert channel: a signed webhook to the destination's
+        ``/_alerts/<owner>``."""
         self.spinner = spinner
         """The first routed owner's webhook has a second route, ``SPIN_ROUTE``, through its
         transformation ``SPIN_ROUTE`` (which throws until ``spin`` changes its code) to a
         destination path nothing expects (``/<owner>/spin``): its deliveries all end
         ``transform_failed``."""
-        """Each routed owner has an alert channel: a signed webhook to the destination's
-        ``/_alerts/<owner>``."""
         self.fan_out = fan_out
         self.forward_routes = forward_routes
         """The ``forward_url`` owners' webhooks upgraded as ``hookbay-admin migrate`` does (their
