@@ -374,11 +374,15 @@ class TestSummariesFollowDeliveries:
                 await record_batch(events, attempts, batch, [], pending, records)
             await events.summarise(pending)
             previous = batch
-        pages = [d async for d in db[Collections.EVENT_PAGES].find({"webhook_id": hook})]
-        books = [d async for d in db[Collections.EVENT_BOOKS].find({"webhook_id": hook})]
+
+        async def stored(collection: str) -> list[dict[str, Any]]:
+            found = db[collection].find({"webhook_id": hook}).sort("_id")  # updates reorder rows
+            return [d async for d in found]
+
+        pages, books = await stored(Collections.EVENT_PAGES), await stored(Collections.EVENT_BOOKS)
         await events.recount((hook, d["page"]) for d in pages)
-        assert [d async for d in db[Collections.EVENT_PAGES].find({"webhook_id": hook})] == pages
-        assert [d async for d in db[Collections.EVENT_BOOKS].find({"webhook_id": hook})] == books
+        assert await stored(Collections.EVENT_PAGES) == pages
+        assert await stored(Collections.EVENT_BOOKS) == books
         heads = [h for page in (0, 1) for h in await events.page_heads(hook, page)]
         by_status = {s: sum(h.status is s for h in heads) for s in EventStatus}
         assert sum(d["total"] for d in pages) == len(made)

@@ -41,6 +41,7 @@ SPIN = "addHandler('transform', (request) => { while (true) {} });"
 THROW = "addHandler('transform', (request) => { throw new Error('no ' + request.body.id); });"
 FORGET = "addHandler('transform', (request) => { console.log('forgot'); });"
 IDENTITY = "addHandler('transform', (request) => request);"
+HOST_DEADLINE = "no answer within 2 s: the sandbox was stopped"
 
 
 @dataclass
@@ -262,7 +263,10 @@ class TestTransformedDelivery:
             delivery = by_route[name]
             assert delivery["status"] == "transform_failed", (name, delivery)
             assert delivery["reason"].startswith(f"{kind}: "), (name, delivery["reason"])
-            assert reason in delivery["reason"], (name, delivery["reason"])
+            # a spinner moved to the idle class may be stopped by the host's deadline before it
+            # has had its CPU limit's worth of CPU, when the machine is busy
+            ended_by_host = kind == "timeout" and HOST_DEADLINE in delivery["reason"]
+            assert ended_by_host or reason in delivery["reason"], (name, delivery["reason"])
             assert delivery["attempts"] == []
         assert len(stack.receiver.received(sink)) == 1  # the "fine" route's, nothing else
 
