@@ -58,11 +58,11 @@ async def _write(
 
 
 class TestPrecedence:
-    @pytest.mark.parametrize("reading", ["two batches", "one batch"])
+    @pytest.mark.parametrize("reading", ["two batches", "one batch", "one batch with the event"])
     async def test_every_pair_of_statuses_in_both_orders(self, db: Database, reading: str) -> None:
         """For each pair of statuses, the earlier record and the later one, read in time order
         and reversed: the same one stands either way — a finished status over an unfinished
-        one, else the later."""
+        one, else the later; also when the event is in the records' batch (stored with them)."""
         events, attempts = EventRepository(db), AttemptRepository(db)
         start = utcnow() - timedelta(minutes=5)
         cases = []
@@ -73,11 +73,17 @@ class TestPrecedence:
                 later = create_delivery(event, status=second, at=start + timedelta(seconds=1))
                 order = [later, earlier] if reverse else [earlier, later]
                 cases.append((event, order, _winner(earlier, later)))
-        await events.upsert_many([event for event, _, _ in cases])
+        if reading == "one batch with the event":
+            records = [d for _, order, _ in cases for d in order]
+            await record_batch(
+                events, attempts, [event for event, _, _ in cases], [], None, records
+            )
+        else:
+            await events.upsert_many([event for event, _, _ in cases])
         if reading == "two batches":
             await _write(events, attempts, [order[0] for _, order, _ in cases])
             await _write(events, attempts, [order[1] for _, order, _ in cases])
-        else:
+        elif reading == "one batch":
             await _write(events, attempts, [d for _, order, _ in cases for d in order])
         for event, order, winner in cases:
             (stored,) = await _deliveries(events, event.id)
@@ -280,6 +286,30 @@ class TestEventStatusFromDeliveries:
         assert await _status(events, event.id) is EventStatus.FAILED
         (summary,) = await events.summaries(webhook_id=event.webhook_id)
         assert summary.counts[EventStatus.FAILED] == 1
+
+    async def test_an_event_stored_with_its_deliveries(self, db: Database) -> None:
+        """The event, its router's records and a routed attempt in one batch (the usual case
+        under load): the event is stored with its deliveries and the status they give, its page
+        counts it once under that status, and the batch read again changes nothing."""
+        events, attempts = EventRepository(db), AttemptRepository(db)
+        event = create_event(forward_url=None)
+        billing = create_delivery(event, route="billing", status=S.DELIVERING)
+        audit = create_delivery(event, route="audit", status=S.FILTERED, reason="/body/x: $eq")
+        routed = {"delivery_id": billing.id, "route": "billing", "destination": "billing-api"}
+        attempt = create_attempt(
+            event, chain_id=billing.first_chain, status_code=200, **routed,
+            started_at=billing.at + timedelta(seconds=1),
+        )  # fmt: skip
+        for _ in range(2):  # the second time: consumed again after a crash
+            pending = PendingSummaries()
+            await record_batch(events, attempts, [event], [attempt], pending, [billing, audit])
+            await events.summarise(pending)
+            stored = {d.route: d.status for d in await _deliveries(events, event.id)}
+            assert stored == {"billing": S.SUCCESS, "audit": S.FILTERED}
+            assert await _status(events, event.id) is EventStatus.SUCCESS
+            (summary,) = await events.summaries(webhook_id=event.webhook_id)
+            assert (summary.total, summary.counts[EventStatus.SUCCESS]) == (1, 1)
+        assert [a.id for a in await attempts.list_for_event(event.id)] == [attempt.id]
 
     async def test_a_forward_url_attempt_leaves_an_event_with_deliveries_alone(
         self, db: Database

@@ -25,6 +25,7 @@ from typing import Any, Final
 from pymongo.errors import DuplicateKeyError
 
 from hookbay_common.db.client import Collections, Database
+from hookbay_common.db.documents import gather_limited
 from hookbay_common.models import Attempt, AttemptTrigger
 
 RECENT_FAILURES: Final = 5
@@ -143,10 +144,8 @@ class DestinationFailureRepository:
             return []
         ids = [attempt_id for _, attempt_id in json.loads(doc["recent"])]
         fields = {"event_id": 1, "started_at": 1, "status_code": 1, "error": 1, "username": 1}
-        found = [
-            _failed_attempt(d)
-            async for d in self._attempts.find({"_id": {"$in": ids}}, fields)
-            if d.get("username") == username
-        ]
+        # one find_one each: FerretDB filters an `$in` over the whole collection
+        docs = await gather_limited(self._attempts.find_one({"_id": i}, fields) for i in ids)
+        found = [_failed_attempt(d) for d in docs if d and d.get("username") == username]
         kept = [f for f in found if since is None or f.at >= since]
         return sorted(kept, key=lambda f: (f.at, f.attempt_id), reverse=True)

@@ -61,7 +61,7 @@ class EventRepository(EventListing, EventCounts):
         status its latest attempt gives it, saving the status update: the ids of the events so
         stored are returned, for ``apply_attempts(settled=...)``."""
         changes = PendingSummaries()
-        settled = await self._store(events, outcomes or {}, changes)
+        settled, _ = await self._store(events, outcomes or {}, {}, changes)
         await self.summarise(changes)
         return settled
 
@@ -86,21 +86,34 @@ class EventRepository(EventListing, EventCounts):
         # attempts of routed deliveries move their delivery; the others their event
         plain = [a for a in new_attempts if a.delivery_id is None]
         routed = [d for a in new_attempts if a.delivery_id is not None if (d := a.as_delivery())]
-        settled = await self._store(new_events, latest_attempts(plain), changes)
+        fresh: dict[str, list[Delivery]] = {}
+        for record in [*new_deliveries, *routed]:
+            fresh.setdefault(record.event_id, []).append(record)
+        settled, folded = await self._store(new_events, latest_attempts(plain), fresh, changes)
         located = await self.locate(a.event_id for a in new_attempts)
         await attempts.upsert_many(new_attempts, located)
         await self._apply(plain, located, settled, changes)
-        if routed or new_deliveries:
-            await self._deliver([*new_deliveries, *routed], changes)
+        later = [
+            r for event_id, records in fresh.items() if event_id not in folded for r in records
+        ]
+        if later:
+            await self._deliver(later, changes)
         if pending is None:
             await self.summarise(changes)  # once per page, however many writes touched it
 
     async def _store(
-        self, events: list[Event], outcomes: Mapping[str, Attempt], changes: PendingSummaries
-    ) -> set[str]:
-        """``upsert_many`` without the summaries, whose changes go to ``changes``."""
+        self,
+        events: list[Event],
+        outcomes: Mapping[str, Attempt],
+        deliveries: Mapping[str, Sequence[Delivery]],
+        changes: PendingSummaries,
+    ) -> tuple[set[str], set[str]]:
+        """``upsert_many`` without the summaries, whose changes go to ``changes``; a new event
+        with records in ``deliveries`` (by event id) is inserted with them and the status they
+        give, saving ``_deliver``'s read and write. The ids of the events stored with their
+        latest attempt's status, and of those stored with their deliveries."""
         if not events:
-            return set()
+            return set(), set()
         seqs = await self._allocate(events)
         heads: list[dict[str, Any]] = []
         bodies: list[dict[str, Any]] = []
@@ -116,6 +129,12 @@ class EventRepository(EventListing, EventCounts):
                 if event.id in outcomes
                 else {}
             )
+            if event.id in deliveries:  # routed in this batch: its deliveries give its status
+                after = merged({}, deliveries[event.id])
+                settled = {
+                    DELIVERIES_FIELD: encode_deliveries(after),
+                    "status": event_status_of(after.values()).value,
+                }
             heads.append({**head, **position, "status": event.initial_status.value, **settled})
             bodies.append({**body, "page": position["page"]})
             del head["_id"], body["_id"]
@@ -167,7 +186,8 @@ class EventRepository(EventListing, EventCounts):
         await gather_limited(settle(index) for index in sorted(slow_bodies | late))
         for event, seq in zip(events, seqs, strict=True):
             self._remember(event.id, event.webhook_id, seq // PAGE_SIZE)
-        return {e.id for i, e in enumerate(events) if i not in late and e.id in outcomes}
+        inserted = [e.id for i, e in enumerate(events) if i not in late]
+        return {i for i in inserted if i in outcomes}, {i for i in inserted if i in deliveries}
 
     async def _allocate(self, events: Sequence[Event]) -> list[int]:
         """The next ``seq`` of each event's webhook, in order. Numbers are reserved up to the
