@@ -335,7 +335,7 @@ class TestTwoWriters:
         conditional write misses, and this one reads again and merges."""
         events, other, attempts = EventRepository(db), EventRepository(db), AttemptRepository(db)
         event = create_event(forward_url=None)
-        await events.upsert(event)
+        await other.upsert(event)  # not remembered by ``events``: it reads the head
         real = events._events.find_one
         reads = []
 
@@ -354,6 +354,39 @@ class TestTwoWriters:
         stored = await _deliveries(other, event.id)
         assert {d.route: d.status for d in stored} == {"audit": S.FAILED, "billing": S.SUCCESS}
         assert await _status(other, event.id) is EventStatus.FAILED
+
+    async def test_a_head_written_by_another_since_this_one_wrote_it_is_read_and_merged(
+        self, db: Database, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A recorder remembers the heads it wrote and writes a delivery without reading; when
+        another recorder wrote the head since (its deliveries, or only its status), the
+        conditional write misses, and it reads and merges."""
+        events, other, attempts = EventRepository(db), EventRepository(db), AttemptRepository(db)
+        real = events._events.find_one
+        reads: list[Any] = []
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            reads.append(args)
+            return await real(*args, **kwargs)
+
+        monkeypatch.setattr(events._events, "find_one", counted)
+        first, second = create_event(forward_url=None), create_event(forward_url=None)
+        await record_batch(events, attempts, [first, second], [])
+        audit = create_delivery(first, route="audit", status=S.FAILED, reason="HTTP 400")
+        await record_batch(other, attempts, [], [], PendingSummaries(), [audit])
+        await other.set_status(second.id, EventStatus.FAILED)
+        reads.clear()
+        billing = [create_delivery(e, route="billing", status=S.SUCCESS) for e in (first, second)]
+        await record_batch(events, attempts, [], [], PendingSummaries(), billing)
+        assert len(reads) == 2  # each head remembered, each write missed, each read once
+        stored = await _deliveries(other, first.id)
+        assert {d.route: d.status for d in stored} == {"audit": S.FAILED, "billing": S.SUCCESS}
+        assert await _status(other, first.id) is EventStatus.FAILED
+        assert await _status(other, second.id) is EventStatus.SUCCESS
+        third = create_delivery(first, route="audit", status=S.FAILED, reason="HTTP 400")
+        reads.clear()
+        await record_batch(events, attempts, [], [], PendingSummaries(), [third])
+        assert reads == []  # the head as it wrote it last: no read
 
 
 class TestForwardUrlEventsUnchanged:

@@ -11,6 +11,12 @@ attempts that follow an event need no lookup (~250 bytes each, ~12 MiB full). A 
 follows its event within seconds: 50,000 covers more than 2 minutes at 400 events/s; a retry
 found outside it costs one read. Full within a soak's warm-up (8 minutes at 100 events/s), so
 the soak judges the recorder's steady state."""
+HEAD_CACHE: Final = 20_000
+"""Events whose head (deliveries, status, webhook, page, creation time) the repository
+remembers from its own writes, so a delivery record that follows its event is one conditional
+write, not a read and a write (~400 bytes each, ~8 MiB full). A router's records and their
+attempts follow the event within seconds: 20,000 covers 50 s at 400 events/s; a record found
+outside it costs the read."""
 BOOK_START_CACHE: Final = 50_000
 """Settled books (``_settled``) whose start the repository remembers for date ranges: 8 bytes
 and a key each, so a date range reads the one book it lands in instead of binary-searching."""

@@ -27,6 +27,8 @@ class EventPages:
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._blocks: OrderedDict[str, tuple[int, int]] = OrderedDict()
         """Positions reserved per webhook and not used yet: [next, end)."""
+        self._heads: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        """Event heads as this repository last wrote them (``_deliver``'s projection)."""
 
     def forget_writes(self) -> None:
         """Forget what this repository's own writes taught it about webhooks' counters (their
@@ -34,6 +36,7 @@ class EventPages:
         (the recorder's partitions moved), its numbers must come from the counter again."""
         self._recent.clear()
         self._blocks.clear()
+        self._heads.clear()
 
     async def top_page(self, webhook_id: str) -> tuple[int, int] | None:
         """(lowest, highest) page the webhook may have events on; ``None``: none recorded."""

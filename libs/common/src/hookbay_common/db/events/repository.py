@@ -12,7 +12,7 @@ from pymongo import ReturnDocument, UpdateOne
 from hookbay_common.clock import epoch_ms
 from hookbay_common.db.documents import gather_limited
 from hookbay_common.db.events.bulk import Statement, _bulk_write, _insert_or_upsert
-from hookbay_common.db.events.caches import BLOCK_CACHE, LOCATE_CACHE, _keep
+from hookbay_common.db.events.caches import BLOCK_CACHE, HEAD_CACHE, LOCATE_CACHE, _keep
 from hookbay_common.db.events.counting import EventCounts
 from hookbay_common.db.events.deliveries import (
     DELIVERIES_FIELD,
@@ -36,6 +36,9 @@ from hookbay_common.models import Attempt, Delivery, Event, EventStatus, event_s
 
 if TYPE_CHECKING:
     from hookbay_common.db.events.attempts import AttemptRepository
+
+_DELIVER_FIELDS = (DELIVERIES_FIELD, "status", "webhook_id", "page", "created_at")
+"""What ``_deliver`` reads of a head (and remembers of the heads it wrote)."""
 
 
 class EventRepository(EventListing, EventCounts):
@@ -186,6 +189,9 @@ class EventRepository(EventListing, EventCounts):
         await gather_limited(settle(index) for index in sorted(slow_bodies | late))
         for event, seq in zip(events, seqs, strict=True):
             self._remember(event.id, event.webhook_id, seq // PAGE_SIZE)
+        for index, (event, head) in enumerate(zip(events, heads, strict=True)):
+            if index not in late:  # as inserted: what a delivery record after it merges into
+                self._remember_head(event.id, head)
         inserted = [e.id for i, e in enumerate(events) if i not in late]
         return {i for i in inserted if i in outcomes}, {i for i in inserted if i in deliveries}
 
@@ -327,8 +333,9 @@ class EventRepository(EventListing, EventCounts):
         (``event_status_of``), tallying the move in ``changes``.
 
         One read and, when something changed, one write of the head per event, eight events at
-        a time. The write is conditional on the deliveries read (an equality FerretDB pushes
-        down), so a concurrent writer (two recorders during a partition hand-over) makes it read
+        a time; no read when this repository wrote the head last (``HEAD_CACHE``), the write
+        then also conditional on the status it wrote. The write is conditional on the
+        deliveries read (an equality FerretDB pushes down), so a concurrent writer (two recorders during a partition hand-over) makes it read
         and merge again rather than lose a record (atomic on MongoDB; FerretDB v1 checks the
         condition and then writes, so two writes at the very same moment can still lose one).
         An event not recorded yet gets a status stub that its own write completes (as for
@@ -346,9 +353,15 @@ class EventRepository(EventListing, EventCounts):
         self, fresh: list[Delivery], top: int, changes: PendingSummaries
     ) -> None:
         event_id = fresh[0].event_id
-        projection = {"deliveries": 1, "status": 1, "webhook_id": 1, "page": 1, "created_at": 1}
+        projection = dict.fromkeys(_DELIVER_FIELDS, 1)
+        # the head as this repository last wrote it, if it remembers: the write's condition
+        # (its deliveries and status) tells whether it is still so; if not, read it
+        head: dict[str, Any] | None = self._heads.pop(event_id, None)
+        remembered = head is not None
         while True:
-            head = await self._events.find_one({"_id": event_id}, projection)
+            if head is None:
+                head = await self._events.find_one({"_id": event_id}, projection)
+                remembered = False
             if head is None:
                 stub = {"$setOnInsert": {"status_key": ""}}
                 await self._events.update_one({"_id": event_id}, stub, upsert=True)
@@ -356,18 +369,30 @@ class EventRepository(EventListing, EventCounts):
             stored = decode_deliveries(head)
             after = merged(stored, fresh)
             if _same(stored, after):
+                if remembered:
+                    self._remember_head(event_id, head)
                 return  # nothing new: a batch read again
             status = event_status_of(after.values()).value
             text = head.get(DELIVERIES_FIELD)
             guard = {"_id": event_id, DELIVERIES_FIELD: text if text else {"$exists": False}}
-            update = {"$set": {DELIVERIES_FIELD: encode_deliveries(after), "status": status,
-                               "change_page": top}}  # fmt: skip
+            if remembered:
+                guard["status"] = head["status"]
+            written = encode_deliveries(after)
+            update = {"$set": {DELIVERIES_FIELD: written, "status": status, "change_page": top}}
             if (await self._events.update_one(guard, update)).matched_count:
                 break
-        if "page" in head and head.get("status") != status:  # recorded: its page's counts move
+            head = None  # changed meanwhile: read it
+        if "page" not in head:  # a status stub: its event's own write counts it
+            return
+        self._remember_head(event_id, {**head, DELIVERIES_FIELD: written, "status": status})
+        if head.get("status") != status:  # recorded: its page's counts move
             tally = changes.tally(head["webhook_id"], head["page"])
             tally.add(head["status"], head["created_at"], -1)
             tally.add(status, head["created_at"])
+
+    def _remember_head(self, event_id: str, head: Mapping[str, Any]) -> None:
+        remembered = {k: head[k] for k in _DELIVER_FIELDS if k in head}
+        _keep(self._heads, event_id, {"_id": event_id, **remembered}, HEAD_CACHE)
 
     async def _top_pages(self, webhook_ids: Iterable[str]) -> dict[str, int]:
         """Each webhook's top page as its counter gives it (0 before any event): where a status
