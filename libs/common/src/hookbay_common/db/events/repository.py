@@ -335,11 +335,11 @@ class EventRepository(EventListing, EventCounts):
         One read and, when something changed, one write of the head per event, eight events at
         a time; no read when this repository wrote the head last (``HEAD_CACHE``), the write
         then also conditional on the status it wrote. The write is conditional on the
-        deliveries read (an equality FerretDB pushes down), so a concurrent writer (two recorders during a partition hand-over) makes it read
-        and merge again rather than lose a record (atomic on MongoDB; FerretDB v1 checks the
-        condition and then writes, so two writes at the very same moment can still lose one).
-        An event not recorded yet gets a status stub that its own write completes (as for
-        attempts)."""
+        deliveries read (an equality FerretDB pushes down), so a concurrent writer (two
+        recorders during a partition hand-over) makes it read and merge again rather than lose
+        a record (atomic on MongoDB; FerretDB v1 checks the condition and then writes, so two
+        writes at the very same moment can still lose one). An event not recorded yet gets a
+        status stub that its own write completes (as for attempts)."""
         by_event: dict[str, list[Delivery]] = {}
         for record in records:
             by_event.setdefault(record.event_id, []).append(record)
