@@ -96,9 +96,7 @@ class EventRepository(EventListing, EventCounts):
         located = await self.locate(a.event_id for a in new_attempts)
         await attempts.upsert_many(new_attempts, located)
         await self._apply(plain, located, settled, changes)
-        later = [
-            r for event_id, records in fresh.items() if event_id not in folded for r in records
-        ]
+        later = {event_id: records for event_id, records in fresh.items() if event_id not in folded}
         if later:
             await self._deliver(later, changes)
         if pending is None:
@@ -327,8 +325,10 @@ class EventRepository(EventListing, EventCounts):
                 [UpdateOne(*_status_if_later(a, tops[a.webhook_id])) for a in absent],
             )
 
-    async def _deliver(self, records: Sequence[Delivery], changes: PendingSummaries) -> None:
-        """Merge ``records`` into their events' deliveries (``deliveries.merged``: monotonic,
+    async def _deliver(
+        self, by_event: Mapping[str, Sequence[Delivery]], changes: PendingSummaries
+    ) -> None:
+        """Merge the records of ``by_event`` (by event id) into their events' deliveries (``deliveries.merged``: monotonic,
         order-independent, idempotent) and move each event to the status its deliveries give
         (``event_status_of``), tallying the move in ``changes``.
 
@@ -340,17 +340,14 @@ class EventRepository(EventListing, EventCounts):
         a record (atomic on MongoDB; FerretDB v1 checks the condition and then writes, so two
         writes at the very same moment can still lose one). An event not recorded yet gets a
         status stub that its own write completes (as for attempts)."""
-        by_event: dict[str, list[Delivery]] = {}
-        for record in records:
-            by_event.setdefault(record.event_id, []).append(record)
-        tops = await self._top_pages({r.webhook_id for r in records})
+        tops = await self._top_pages({records[0].webhook_id for records in by_event.values()})
         await gather_limited(
             self._deliver_one(fresh, tops[fresh[0].webhook_id], changes)
             for fresh in by_event.values()
         )
 
     async def _deliver_one(
-        self, fresh: list[Delivery], top: int, changes: PendingSummaries
+        self, fresh: Sequence[Delivery], top: int, changes: PendingSummaries
     ) -> None:
         event_id = fresh[0].event_id
         projection = dict.fromkeys(_DELIVER_FIELDS, 1)
