@@ -18,6 +18,7 @@ from hookbay_sandbox import (
     TransformRequest,
     TransformResult,
 )
+from hookbay_sandbox.pool import DEMOTE_AFTER_S
 from tests.support.transform import IDENTITY, LIMITS, create_request
 
 SPIN = "addHandler('transform', (request) => { while (true) {} })"
@@ -256,6 +257,24 @@ class TestScheduling:
         assert pool.pids == before
         assert all(os.sched_getscheduler(pid) == os.sched_getscheduler(0) for pid in before)
 
+    async def test_a_call_waiting_for_a_core_is_not_demoted(self) -> None:
+        """A busy machine: the call's worker gets no CPU for many times ``DEMOTE_AFTER_S`` of
+        wall time (stopped), then answers in a few milliseconds of CPU; it keeps its priority
+        and its process."""
+        async with TransformPool(size=1, limits=LIMITS) as pool:
+            (worker,) = pool.pids
+            os.kill(worker, signal.SIGSTOP)
+            try:
+                call = asyncio.create_task(pool.run("alice", IDENTITY, create_request(), {}))
+                await until(lambda: pool.busy_pids, "the call to start")
+                await asyncio.sleep(DEMOTE_AFTER_S * 5)  # wall time passes, no CPU is used
+            finally:
+                os.kill(worker, signal.SIGCONT)
+
+            assert (await call).ok
+            assert os.sched_getscheduler(worker) == os.sched_getscheduler(0)
+            assert pool.pids == {worker}
+
     async def test_a_long_call_moves_to_the_idle_class_and_its_worker_retires(self) -> None:
         async with TransformPool(size=2, limits=LIMITS) as pool:
             call = asyncio.create_task(pool.run("mallory", SPIN, create_request(), {}))
@@ -268,7 +287,8 @@ class TestScheduling:
             assert result.error is not None
             assert result.error.kind == "timeout"
             assert spinner not in pool.pids
-            await until(lambda: len(pool.pids) == pool.size, "the successor")
+            await pool.settled()
+            assert len(pool.pids) == pool.size
             assert (await pool.run("mallory", IDENTITY, create_request(), {})).ok
             host = os.sched_getscheduler(0)
             assert all(os.sched_getscheduler(pid) == host for pid in pool.pids)

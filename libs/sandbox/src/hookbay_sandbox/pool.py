@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from hookbay_sandbox import protocol
@@ -32,13 +33,17 @@ WORKER_BASE_ADDRESS_SPACE = 384 * MIB
 the frames in transit (measured: ~40 MiB mapped at rest; the rest is headroom)."""
 
 DEMOTE_AFTER_S = 0.05
-"""A call still running after this long (wall time) moves its worker to the kernel's idle
+"""A call that has used this much of its worker's CPU moves the worker to the kernel's idle
 scheduling class (``SCHED_IDLE``), where it gets only the CPU the services leave, and the worker
 retires when the call ends (a process cannot come back from the idle class unprivileged; its
-successor starts at its host's priority). A transformation's ordinary call takes about a
-millisecond at 1 KiB and ten at 100 KiB, at its host's priority, so a busy host still gets its
-answers at full speed; one spinning to its CPU limit spends all but its first 50 ms in the idle
-class, so the services keep their pace (``docs/decisions.md``, the sandbox)."""
+successor starts at its host's priority). CPU time, not wall time: on a busy machine an ordinary
+call waits for a core, and that wait must not demote it. A transformation's ordinary call takes
+about a millisecond of CPU at 1 KiB and ten at 100 KiB, so a busy host still gets its answers at
+full speed; one spinning to its CPU limit spends all but its first 50 ms in the idle class, so the
+services keep their pace (``docs/decisions.md``, the sandbox)."""
+DEMOTE_CHECK_MIN_S = 0.01
+"""The shortest wait before the worker's CPU is read again (the kernel counts it in ticks)."""
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 _CRASH_ERRORS = (asyncio.IncompleteReadError, protocol.ProtocolError, ConnectionError, OSError)
 
@@ -56,21 +61,35 @@ class _Worker:
         self.busy = False
         self.demoted = False
         """Moved to the idle scheduling class by a long call (``DEMOTE_AFTER_S``): it retires."""
+        self._timer: asyncio.TimerHandle | None = None
 
     async def call(self, frame: bytes, deadline_s: float) -> tuple[dict[str, Any], list[bytes]]:
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         self.busy = True
-        demotion = asyncio.get_running_loop().call_later(DEMOTE_AFTER_S, self._demote)
+        started = cpu_seconds(self.pid)
+        self._timer = asyncio.get_running_loop().call_later(DEMOTE_AFTER_S, self._watch, started)
         try:
             async with asyncio.timeout(deadline_s):
                 self.process.stdin.write(frame)
                 await self.process.stdin.drain()
                 reply = await protocol.read(self.process.stdout)
         finally:
-            demotion.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
         self.busy = False
         return reply
+
+    def _watch(self, started: float | None) -> None:
+        """Demote once the call has used ``DEMOTE_AFTER_S`` of CPU; until then look again when it
+        could have (where the CPU cannot be read, after ``DEMOTE_AFTER_S`` of wall time)."""
+        now = cpu_seconds(self.pid)
+        used = DEMOTE_AFTER_S if now is None or started is None else now - started
+        if used >= DEMOTE_AFTER_S:
+            self._demote()
+            return
+        wait = max(DEMOTE_AFTER_S - used, DEMOTE_CHECK_MIN_S)
+        self._timer = asyncio.get_running_loop().call_later(wait, self._watch, started)
 
     def _demote(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -150,6 +169,11 @@ class TransformPool:
     @property
     def pids(self) -> frozenset[int]:
         return frozenset(w.pid for w in self._workers)
+
+    async def settled(self) -> None:
+        """Returns when every retired worker's successor has started (or the pool closed)."""
+        while self._respawns:
+            await asyncio.gather(*self._respawns)
 
     async def start(self) -> None:
         workers = await asyncio.gather(*(self._spawn() for _ in range(self.size)))
@@ -315,6 +339,16 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
     except ProcessLookupError:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU a live process has used (``/proc/<pid>/stat``); ``None`` where it
+    cannot be read (no procfs, or the process is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) * _TICK_S
 
 
 def worker_env() -> dict[str, str]:
