@@ -32,15 +32,17 @@ WORKER_BASE_ADDRESS_SPACE = 384 * MIB
 """The worker's address space before the engine's heap: the interpreter, its libraries and
 the frames in transit (measured: ~40 MiB mapped at rest; the rest is headroom)."""
 
-DEMOTE_AFTER_S = 0.05
+DEMOTE_AFTER_S = 0.02
 """A call that has used this much of its worker's CPU moves the worker to the kernel's idle
 scheduling class (``SCHED_IDLE``), where it gets only the CPU the services leave, and the worker
 retires when the call ends (a process cannot come back from the idle class unprivileged; its
 successor starts at its host's priority). CPU time, not wall time: on a busy machine an ordinary
 call waits for a core, and that wait must not demote it. A transformation's ordinary call takes
-about a millisecond of CPU at 1 KiB and ten at 100 KiB, so a busy host still gets its answers at
-full speed; one spinning to its CPU limit spends all but its first 50 ms in the idle class, so the
-services keep their pace (``docs/decisions.md``, the sandbox)."""
+about a millisecond of CPU at 1 KiB and three at 100 KiB, so a busy host still gets its answers
+at full speed; one spinning to its CPU limit spends all but its first 20–30 ms (the kernel counts
+CPU in 10 ms ticks) in the idle class, so the services keep their pace (``docs/decisions.md``, the
+sandbox; 50 ms let the other owners' p99 move by 24–26 ms in the transform-spins chaos
+scenario)."""
 DEMOTE_CHECK_MIN_S = 0.01
 """The shortest wait before the worker's CPU is read again (the kernel counts it in ticks)."""
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK")
