@@ -39,9 +39,9 @@ retires when the call ends (a process cannot come back from the idle class unpri
 successor starts at its host's priority). CPU time, not wall time: on a busy machine an ordinary
 call waits for a core, and that wait must not demote it. A transformation's ordinary call takes
 about a millisecond of CPU at 1 KiB and three at 100 KiB, so a busy host still gets its answers
-at full speed; one spinning to its CPU limit spends all but its first 20–30 ms (the kernel counts
+at full speed; one spinning to its CPU limit spends all but its first 20 to 30 ms (the kernel counts
 CPU in 10 ms ticks) in the idle class, so the services keep their pace (``docs/decisions.md``, the
-sandbox; 50 ms let the other owners' p99 move by 24–26 ms in the transform-spins chaos
+sandbox; 50 ms let the other owners' p99 move by 24 to 26 ms in the transform-spins chaos
 scenario)."""
 DEMOTE_CHECK_MIN_S = 0.01
 """The shortest wait before the worker's CPU is read again (the kernel counts it in ticks)."""
