@@ -13,8 +13,7 @@ from hookbay_common.configlog import Entity, decode_change
 from hookbay_common.errors import ServiceUnavailable
 from hookbay_common.models import Event
 from hookbay_dashboard.transformations.sandbox import Sandbox
-from hookbay_dashboard.transformations.service import request_of_event
-from hookbay_sandbox import TransformRequest
+from hookbay_sandbox import TransformRequest, request_of_event
 from tests.support.dashboard import Dashboard, Owner
 from tests.support.factories import create_event
 from tests.support.kafka import TopicReader

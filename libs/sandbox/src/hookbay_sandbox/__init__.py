@@ -13,6 +13,7 @@ from hookbay_sandbox.model import (
     TransformResult,
 )
 from hookbay_sandbox.pool import PoolClosed, TransformPool
+from hookbay_sandbox.received import ReceivedEvent, request_of_event
 
 __all__ = [
     "CODE_MAX_BYTES",
@@ -20,9 +21,11 @@ __all__ = [
     "ErrorKind",
     "Limits",
     "PoolClosed",
+    "ReceivedEvent",
     "TransformError",
     "TransformPool",
     "TransformRequest",
     "TransformResult",
     "check_transformation",
+    "request_of_event",
 ]

@@ -31,11 +31,16 @@ from hookbay_forwarder.gateway.transform import (
     Transformed,
     TransformFailed,
     TransformStep,
-    request_of_event,
 )
 from hookbay_forwarder.metrics import TransformMetrics
 from hookbay_forwarder.writes import Message
-from hookbay_sandbox import TransformError, TransformPool, TransformRequest, TransformResult
+from hookbay_sandbox import (
+    TransformError,
+    TransformPool,
+    TransformRequest,
+    TransformResult,
+    request_of_event,
+)
 from tests.support.factories import create_destination, create_destination_task, create_event
 from tests.support.transform import LIMITS
 

@@ -45,8 +45,7 @@ from hookbay_dashboard.routing.schemas import (
     RouteUpdate,
 )
 from hookbay_dashboard.transformations.sandbox import Sandbox
-from hookbay_dashboard.transformations.service import request_of_event
-from hookbay_sandbox import TransformResult
+from hookbay_sandbox import TransformResult, request_of_event
 
 MAX_ROUTES: Final = 20
 """Routes per webhook."""

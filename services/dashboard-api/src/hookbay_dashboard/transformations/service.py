@@ -3,10 +3,6 @@ of the owner's events or a request (docs/owners/transformations.md)."""
 
 from __future__ import annotations
 
-import json
-import math
-from typing import Any
-
 from pydantic import SecretStr
 
 from hookbay_common.clock import utcnow
@@ -34,7 +30,12 @@ from hookbay_dashboard.transformations.schemas import (
     TransformationTest,
     TransformationUpdate,
 )
-from hookbay_sandbox import CODE_MAX_BYTES, REQUEST_MAX_BYTES, TransformRequest, TransformResult
+from hookbay_sandbox import (
+    CODE_MAX_BYTES,
+    REQUEST_MAX_BYTES,
+    TransformResult,
+    request_of_event,
+)
 
 
 class TransformationService:
@@ -169,39 +170,6 @@ class TransformationService:
         if event is None or event.username != username:
             raise EventNotFound(event_id)
         return event
-
-
-def request_of_event(event: Event) -> TransformRequest:
-    """The request a transformation sees for ``event``: its headers (names lower case), its
-    body parsed when it is JSON (by its content type, and it parses), else its text (bytes that
-    are not UTF-8 replaced by U+FFFD), its query string, and the path it was posted to."""
-    headers = {name.lower(): value for name, value in event.request_headers.items()}
-    text = event.body.decode("utf-8", errors="replace")
-    body: Any = text
-    if _is_json(event.content_type):
-        try:
-            body = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
-        except (ValueError, RecursionError):  # NaN, 1e400, nesting past Python's: as text
-            body = text
-    path = f"/w/{event.username}/{event.webhook_name}"
-    return TransformRequest(headers=headers, body=body, query=event.query or "", path=path)
-
-
-def _is_json(content_type: str | None) -> bool:
-    media = (content_type or "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or media.endswith("+json")
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    """A number JSON can carry back (``1e400`` parses as infinity, which it cannot)."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is out of range")
-    return value
 
 
 def _plain(env: dict[str, SecretStr]) -> dict[str, str]:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -61,7 +60,13 @@ from hookbay_common.wire import encode_delivery
 from hookbay_forwarder.delivery.consumer import TryAgainLater
 from hookbay_forwarder.metrics import TransformMetrics
 from hookbay_forwarder.writes import Message
-from hookbay_sandbox import TransformError, TransformPool, TransformRequest, TransformResult
+from hookbay_sandbox import (
+    TransformError,
+    TransformPool,
+    TransformRequest,
+    TransformResult,
+    request_of_event,
+)
 
 log = get_logger("hookbay.forwarder.transform")
 
@@ -331,20 +336,6 @@ def describe(error: TransformError) -> str:
     return f"{error.kind}: {error.message}{where}"
 
 
-def request_of_event(event: Event) -> TransformRequest:
-    """The request a transformation sees for ``event``: its headers (names lower case), its
-    body as JSON when its content type is JSON and it parses (handed over as its text, never
-    parsed again here), else its text (bytes that are not UTF-8 as U+FFFD), its query string,
-    and the path it was posted to (``/w/{username}/{webhook}``)."""
-    headers = {name.lower(): value for name, value in event.request_headers.items()}
-    text = event.body.decode("utf-8", errors="replace")
-    path = f"/w/{event.username}/{event.webhook_name}"
-    query = event.query or ""
-    if _is_json(event.content_type) and _parses(text):
-        return TransformRequest(headers, query=query, path=path, body_json=text)
-    return TransformRequest(headers, body=text, query=query, path=path)
-
-
 async def _request_off_loop(event: Event) -> TransformRequest:
     if len(event.body) > PARSE_IN_THREAD_BYTES:
         return await asyncio.to_thread(request_of_event, event)
@@ -378,29 +369,3 @@ def _url_with(url: str, path: str | None, query: str | None) -> str:
     new_path = parts.path.rstrip("/") + path if path is not None else parts.path
     new_query = "&".join(q for q in (parts.query, query) if q) if query is not None else parts.query
     return urlunsplit(parts._replace(path=new_path, query=new_query))
-
-
-def _is_json(content_type: str | None) -> bool:
-    media = (content_type or "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or media.endswith("+json")
-
-
-def _parses(text: str) -> bool:
-    """Whether ``text`` is JSON the engine reads as Python does: no ``NaN``, no number out of
-    range (``1e400``)."""
-    try:
-        json.loads(text, parse_constant=_refuse, parse_float=_finite)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
-def _refuse(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is out of range")
-    return value
