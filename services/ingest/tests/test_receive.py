@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from hookbay_common.ids import IdPrefix, has_prefix
+from hookbay_common.kafka import ensure_configured_topics
 from hookbay_common.models import EventStatus, RejectedReason
+from hookbay_common.settings import Settings
 from hookbay_dev.http import async_client
 from tests.support.factories import create_webhook
 from tests.support.ingest import Probe, Stack, ingest_process
@@ -305,6 +307,22 @@ class TestReplicas:
                 statuses.append((await client.post(url, content=b"{}")).status_code)
         assert statuses[:10] == [200] * 10
         assert statuses[10:] == [429, 429]
+
+    async def test_installations_sharing_a_redis_keep_their_limits_apart(
+        self, stack: Stack, env: dict[str, str], settings: Settings
+    ) -> None:
+        """A second installation (another namespace) on the same Redis and store: an owner's
+        limit spent in this one leaves the same owner name's limit there whole."""
+        user, hook = await stack.owner(plan="free")
+        url = f"/w/{user.username}/{hook.name}"
+        statuses = [(await stack.client.post(url, content=b"{}")).status_code for _ in range(11)]
+        assert statuses == [200] * 10 + [429]
+        namespace = f"{settings.kafka_namespace}.other"
+        await ensure_configured_topics(settings.model_copy(update={"kafka_namespace": namespace}))
+        other = {**env, "HOOKBAY_KAFKA_NAMESPACE": namespace}
+        async with ingest_process(other) as (_, base), async_client(base_url=base) as remote:
+            assert (await remote.post(url, content=b"{}")).status_code == 200
+        assert (await stack.client.post(url, content=b"{}")).status_code == 429
 
 
 class TestUnexpectedErrors:

@@ -73,7 +73,11 @@ class Ingest:
             ),
             self.metrics.view, settings.view_settings(),
         )  # fmt: skip
-        self.limiter: RateLimiter = create_rate_limiter(settings.redis_url)
+        # keys <namespace>:rl:<owner>, like the routers' <namespace>:dedupe:…: installations
+        # sharing a Redis keep their owners' limits apart ("hookbay:rl:" for the default one)
+        self.limiter: RateLimiter = create_rate_limiter(
+            settings.redis_url, key_prefix=f"{settings.kafka_namespace}:rl:"
+        )
         self.pipeline = ReceivePipeline(
             settings, self.plans, self.metrics, self.producer, self.view, self.limiter
         )
