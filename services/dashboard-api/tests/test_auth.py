@@ -166,6 +166,32 @@ class TestThrottling:
             ]
         assert [a.status_code for a in answers] == [401, 401, 401, 429]
 
+    async def test_installations_sharing_a_redis_keep_their_limits_apart(
+        self, dashboard_settings: DashboardSettings
+    ) -> None:
+        """Two dashboards of two installations (namespaces) on one Redis, no prefix set: the
+        address's limit spent on one leaves the other's whole."""
+        base = dashboard_settings.kafka_namespace
+        installations = [
+            dashboard_settings.model_copy(
+                update={
+                    "login_limit_per_address": 2,
+                    "redis_key_prefix": None,
+                    "kafka_namespace": f"{base}.{unique_name(n)}",
+                }
+            )
+            for n in ("a", "b")
+        ]
+        assert installations[0].redis_prefix == f"{installations[0].kafka_namespace}:"
+        login = {"username": unique_name("u"), "password": "x"}
+        statuses = []
+        for settings in installations:
+            async with serve_dashboard(settings) as served, served.client() as client:
+                for _ in range(3):
+                    answer = await client.post("/api/v1/auth/login", json=login)
+                    statuses.append(answer.status_code)
+        assert statuses == [401, 401, 429] * 2
+
 
 class TestTokens:
     async def test_create_list_use_revoke(self, dashboard: Dashboard) -> None:

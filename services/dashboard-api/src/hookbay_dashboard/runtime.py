@@ -71,7 +71,7 @@ class Runtime:
         self.replay_jobs = stores.replay_jobs
         self.destinations = stores.destinations
         self.limiter: RateLimiter = create_rate_limiter(
-            settings.redis_url, key_prefix=settings.redis_key_prefix
+            settings.redis_url, key_prefix=settings.redis_prefix
         )
         await self.producer.start()  # connects in the background, replaces itself if wedged
         self.config = ConfigPublisher(self._send, settings.topics.config, self.box)

@@ -18,7 +18,9 @@ class DashboardSettings(Settings):
     """Login attempts per minute for one username, counted across replicas through Redis."""
     login_limit_per_address: int = Field(default=30, ge=1)
     """Login attempts per minute from one client address."""
-    redis_key_prefix: str = "hookbay:"
+    redis_key_prefix: str | None = None
+    """Prefix of the dashboard's Redis keys (its login limits); unset: ``<kafka_namespace>:``,
+    so installations sharing a Redis keep them apart (``redis_prefix``)."""
     events_page_max: int = Field(default=100, ge=1, le=1000)
     """The largest ``limit`` an event list accepts."""
     tail_poll_interval: float = Field(default=0.5, gt=0, le=10)
@@ -33,3 +35,7 @@ class DashboardSettings(Settings):
     (its replica died) is adopted by the next replica that polls."""
     replay_page_size: int = Field(default=100, ge=1, le=1000)
     """Events a bulk replay publishes between two progress updates."""
+
+    @property
+    def redis_prefix(self) -> str:
+        return self.redis_key_prefix or f"{self.kafka_namespace}:"
