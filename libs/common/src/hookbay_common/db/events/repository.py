@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 _DELIVER_FIELDS = (DELIVERIES_FIELD, "status", "webhook_id", "page", "created_at")
 """What ``_deliver`` reads of a head (and remembers of the heads it wrote)."""
+_DELIVER_PROJECTION = dict.fromkeys(_DELIVER_FIELDS, 1)
 
 
 class EventRepository(EventListing, EventCounts):
@@ -350,14 +351,13 @@ class EventRepository(EventListing, EventCounts):
         self, fresh: Sequence[Delivery], top: int, changes: PendingSummaries
     ) -> None:
         event_id = fresh[0].event_id
-        projection = dict.fromkeys(_DELIVER_FIELDS, 1)
         # the head as this repository last wrote it, if it remembers: the write's condition
         # (its deliveries and status) tells whether it is still so; if not, read it
         head: dict[str, Any] | None = self._heads.pop(event_id, None)
         remembered = head is not None
         while True:
             if head is None:
-                head = await self._events.find_one({"_id": event_id}, projection)
+                head = await self._events.find_one({"_id": event_id}, _DELIVER_PROJECTION)
                 remembered = False
             if head is None:
                 stub = {"$setOnInsert": {"status_key": ""}}
