@@ -103,3 +103,10 @@ async def receiver() -> AsyncIterator[Receiver]:
     """A real local HTTP destination (``tests.support.receiver``)."""
     async with serve_receiver() as receiver:
         yield receiver
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``heavy`` first (in their order, the rest in theirs): each is a long
+    chain of broker outages that cannot be shortened by more workers, so it starts at once and
+    runs beside the others instead of finishing alone at the end of the run."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)

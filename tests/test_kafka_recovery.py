@@ -281,7 +281,7 @@ async def _recorded(it: Intake, accepted: list[dict[str, Any]]) -> None:
         assert {rid: stored[index].get(rid) for rid in bodies} == bodies
 
 
-@pytest.mark.heavy  # private brokers restarted under load: alone, not beside timing-sensitive tests
+@pytest.mark.heavy  # a long chain of outages: collected first (conftest.py)
 class TestBrokerRecovery:
     async def test_stopped_twice_killed_and_away_longer_than_the_produce_timeout(
         self, broker: PrivateBroker, env: dict[str, str], mongo_url: str,

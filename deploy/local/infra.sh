@@ -278,8 +278,10 @@ case "$command" in
     if wanted ferretdb; then up_ferretdb; fi
     if wanted redis; then up_redis; fi
     ;;
-  down)
-    for n in ferretdb postgres kafka redis; do if wanted "$n"; then stop "$n"; fi; done
+  down)  # side by side; FerretDB before the PostgreSQL under it
+    { if wanted ferretdb; then stop ferretdb; fi; if wanted postgres; then stop postgres; fi; } &
+    for n in kafka redis; do if wanted "$n"; then stop "$n" & fi; done
+    wait
     ;;
   status) status ;;
   *) echo "usage: $0 install|up|down|status [kafka|ferretdb|postgres|redis ...]" >&2; exit 2 ;;

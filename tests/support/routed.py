@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import redis.asyncio
 
+from hookbay_common.routing.dedupe_store import Deduplicator
 from hookbay_common.settings import Settings
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_forwarder.delivery import Forwarder
@@ -115,6 +117,17 @@ def event_ids(receiver: Receiver, url: str) -> list[str]:
     return [r.header("x-hookbay-event-id") or "" for r in receiver.received(url)]
 
 
+CLAIM_TIMEOUT_S = 10.0
+"""The stack runs on the test worker's event loop, on a machine the other tests keep busy: a
+dedupe claim's answer can wait there longer than the product's ``CLAIM_TIMEOUT`` and fail open
+(deliver), which is ``test_dedupe_store.py``'s subject, not these tests'."""
+
+
+def _deduplicator(url: str, namespace: str) -> Deduplicator:
+    client = redis.asyncio.Redis.from_url(url)
+    return Deduplicator(client, namespace=namespace, timeout=CLAIM_TIMEOUT_S)
+
+
 @contextlib.asynccontextmanager
 async def routed_stack(
     settings: Settings, dashboard_settings: DashboardSettings, receiver: Receiver
@@ -122,7 +135,7 @@ async def routed_stack(
     fs = await forwarder_namespace(settings)
     ds = dashboard_settings.model_copy(update={"kafka_namespace": fs.kafka_namespace})
     app = create_app(ingest_settings(settings, kafka_namespace=fs.kafka_namespace))
-    forwarder = Forwarder(fs)
+    forwarder = Forwarder(fs, deduplicator=_deduplicator)
     async with (
         serve_dashboard(ds) as dashboard,
         running(forwarder),

@@ -293,6 +293,16 @@ class TestScheduling:
             host = os.sched_getscheduler(0)
             assert all(os.sched_getscheduler(pid) == host for pid in pool.pids)
 
+    async def test_without_demotion_a_long_call_keeps_its_priority_and_its_worker(self) -> None:
+        async with TransformPool(size=1, limits=LIMITS, demote_after_s=None) as pool:
+            (worker,) = pool.pids
+            result = await pool.run("mallory", SPIN, create_request(), {})
+
+            assert result.error is not None
+            assert "CPU time limit" in result.error.message  # the engine's, not the host's
+            assert os.sched_getscheduler(worker) == os.sched_getscheduler(0)
+            assert pool.pids == {worker}
+
 
 class TestConfinement:
     async def test_workers_run_with_small_rlimits_and_few_descriptors(

@@ -57,20 +57,25 @@ class PoolClosed(Exception):
 class _Worker:
     """One sandbox process and its pipes; one call at a time."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(
+        self, process: asyncio.subprocess.Process, demote_after_s: float | None = DEMOTE_AFTER_S
+    ) -> None:
         self.process = process
         self.pid = process.pid
         self.busy = False
         self.demoted = False
         """Moved to the idle scheduling class by a long call (``DEMOTE_AFTER_S``): it retires."""
+        self._demote_after_s = demote_after_s
         self._timer: asyncio.TimerHandle | None = None
 
     async def call(self, frame: bytes, deadline_s: float) -> tuple[dict[str, Any], list[bytes]]:
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         self.busy = True
-        started = cpu_seconds(self.pid)
-        self._timer = asyncio.get_running_loop().call_later(DEMOTE_AFTER_S, self._watch, started)
+        if self._demote_after_s is not None:
+            started = cpu_seconds(self.pid)
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._demote_after_s, self._watch, started)
         try:
             async with asyncio.timeout(deadline_s):
                 self.process.stdin.write(frame)
@@ -85,12 +90,14 @@ class _Worker:
     def _watch(self, started: float | None) -> None:
         """Demote once the call has used ``DEMOTE_AFTER_S`` of CPU; until then look again when it
         could have (where the CPU cannot be read, after ``DEMOTE_AFTER_S`` of wall time)."""
+        after = self._demote_after_s
+        assert after is not None
         now = cpu_seconds(self.pid)
-        used = DEMOTE_AFTER_S if now is None or started is None else now - started
-        if used >= DEMOTE_AFTER_S:
+        used = after if now is None or started is None else now - started
+        if used >= after:
             self._demote()
             return
-        wait = max(DEMOTE_AFTER_S - used, DEMOTE_CHECK_MIN_S)
+        wait = max(after - used, DEMOTE_CHECK_MIN_S)
         self._timer = asyncio.get_running_loop().call_later(wait, self._watch, started)
 
     def _demote(self) -> None:
@@ -137,12 +144,17 @@ class TransformPool:
         *,
         per_owner: int | None = None,
         engine: str = "quickjs",
+        demote_after_s: float | None = DEMOTE_AFTER_S,
     ) -> None:
+        """``demote_after_s``: the CPU a call uses before its worker moves to the idle class
+        (``DEMOTE_AFTER_S``); ``None`` never demotes, so a call reaches its engine limits at
+        its host's priority however busy the machine is."""
         self.size = size if size is not None else max(2, os.cpu_count() or 2)
         if self.size < 1:
             raise ValueError("size must be at least 1")
         self.limits = limits or Limits()
         self.engine = engine
+        self._demote_after_s = demote_after_s
         self._gates = OwnerGates(per_owner or max(1, self.size // 2))
         self._idle: asyncio.Queue[_Worker | None] = asyncio.Queue()
         self._workers: set[_Worker] = set()
@@ -318,7 +330,7 @@ class TransformPool:
             env=worker_env(),
             close_fds=True,
         )
-        worker = _Worker(process)
+        worker = _Worker(process, self._demote_after_s)
         self._workers.add(worker)
         try:
             assert process.stdout is not None

@@ -164,8 +164,8 @@ class TestDelayedRoute:
         assert decode_destination_task(straight.value).not_before == event.created_at
 
     async def test_a_paused_destination_is_scheduled_first_and_held_when_due(self) -> None:
-        router, written, _ = setup(
-            {"name": "later", "destination": "billing", "delay_s": 60}, paused=True
+        router, written, _ = setup(  # 90 s: still the 1 min tier once a millisecond has passed
+            {"name": "later", "destination": "billing", "delay_s": 90}, paused=True
         )
         (delivery,) = await router.route(create_event(routed=True))
         assert delivery.status is DeliveryStatus.SCHEDULED

@@ -38,6 +38,7 @@ from hookbay_common.kafka import create_consumer, ensure_configured_topics
 from hookbay_common.logs import get_logger
 from hookbay_common.models import Destination
 from hookbay_common.producer import ResilientProducer
+from hookbay_common.routing.dedupe_store import Deduplicator
 from hookbay_common.secrets_box import SecretBox
 from hookbay_forwarder.delivery.consumer import HandlerCrashed, OrderedConsumer
 from hookbay_forwarder.delivery.deadletter import DeadLetterLimit, DeadLetterLimitExceeded
@@ -81,7 +82,14 @@ FALLBACK_POOLS = 4
 
 
 class Forwarder:
-    def __init__(self, settings: ForwarderSettings) -> None:
+    def __init__(
+        self,
+        settings: ForwarderSettings,
+        *,
+        deduplicator: Callable[[str, str], Deduplicator] | None = None,
+    ) -> None:
+        """``deduplicator`` builds the routes' claim store from the Redis URL and the namespace
+        (``RouteDedupe``'s; tests give their own)."""
         self.settings = settings
         self.metrics = ForwarderMetrics()
         self.topics = settings.topics
@@ -129,7 +137,7 @@ class Forwarder:
         )  # fmt: skip
         self.dedupe = RouteDedupe(
             settings.redis_url, namespace=settings.kafka_namespace,
-            metrics=DedupeMetrics(self.metrics.registry),
+            metrics=DedupeMetrics(self.metrics.registry), deduplicator=deduplicator,
         )  # fmt: skip
         self.handlers.router = Router(
             self.view, self.handlers.write, self.topics, dedupe=self.dedupe,
