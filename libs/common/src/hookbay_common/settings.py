@@ -86,6 +86,12 @@ class Settings(BaseSettings):
         return Topics(self.kafka_namespace)
 
     @property
+    def redis_prefix(self) -> str:
+        """Where this installation's Redis keys start (``<kafka_namespace>:``; ``hookbay:`` for
+        the default): installations sharing one Redis keep their keys apart."""
+        return f"{self.kafka_namespace}:"
+
+    @property
     def retry_delays(self) -> tuple[float, ...]:
         """The waits before the second, third, ... attempt (the schedule minus its first entry)."""
         return self.retry_schedule[1:]

@@ -57,9 +57,7 @@ class PoolClosed(Exception):
 class _Worker:
     """One sandbox process and its pipes; one call at a time."""
 
-    def __init__(
-        self, process: asyncio.subprocess.Process, demote_after_s: float | None = DEMOTE_AFTER_S
-    ) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, demote_after_s: float | None) -> None:
         self.process = process
         self.pid = process.pid
         self.busy = False

@@ -38,4 +38,4 @@ class DashboardSettings(Settings):
 
     @property
     def redis_prefix(self) -> str:
-        return self.redis_key_prefix or f"{self.kafka_namespace}:"
+        return self.redis_key_prefix or super().redis_prefix

@@ -73,10 +73,8 @@ class Ingest:
             ),
             self.metrics.view, settings.view_settings(),
         )  # fmt: skip
-        # keys <namespace>:rl:<owner>, like the routers' <namespace>:dedupe:…: installations
-        # sharing a Redis keep their owners' limits apart ("hookbay:rl:" for the default one)
         self.limiter: RateLimiter = create_rate_limiter(
-            settings.redis_url, key_prefix=f"{settings.kafka_namespace}:rl:"
+            settings.redis_url, key_prefix=f"{settings.redis_prefix}rl:"
         )
         self.pipeline = ReceivePipeline(
             settings, self.plans, self.metrics, self.producer, self.view, self.limiter
