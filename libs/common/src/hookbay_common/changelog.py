@@ -30,6 +30,11 @@ RECONNECT_INTERVAL: Final = 2.0
 """Seconds between attempts to reach Kafka (and, for the views, MongoDB) again."""
 SYNC_TIMEOUT: Final = 1.0
 """Longest ``sync``: past it the view answers with what it holds."""
+FETCH_WAIT_MS: Final = 200
+"""How long the broker may hold the follower's fetch while the log has nothing new. Some
+changes wait for it to run out before they are read (measured with ``scripts/bench_config.py``,
+2026-11-28: the deletions' p99 was 1.0 s at 1,000 ms and 0.20 s at 200 ms), so it bounds the
+propagation time; an idle follower asks five times a second for it."""
 
 
 class _Counter(Protocol):
@@ -74,7 +79,7 @@ class ChangeLog:
             consumer = AIOKafkaConsumer(
                 bootstrap_servers=self._bootstrap, enable_auto_commit=False,
                 client_id=self._client_id, isolation_level="read_committed",
-                fetch_max_wait_ms=200,
+                fetch_max_wait_ms=FETCH_WAIT_MS,
             )  # fmt: skip
             try:
                 await ensure_topics(self._bootstrap, partitions=1, specs=[self._spec])

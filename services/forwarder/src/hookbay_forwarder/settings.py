@@ -30,7 +30,8 @@ class ForwarderSettings(Settings):
     stats_data_dir: Path = Path("/tmp/hookbay-stats")  # noqa: S108 - a tmpfs in the images
     """faust's data directory (the stats table itself lives in memory and in its changelog)."""
     stats_flush_interval: float = Field(default=1.0, gt=0, le=60)
-    """Seconds between writes of the changed stats buckets to MongoDB."""
+    """Seconds between writes of the changed stats buckets to MongoDB, and how long each agent
+    gathers records into one batch (``hookbay_forwarder.stats.app.BATCH``)."""
     ops_host: str = "0.0.0.0"
     retry_jitter: float = Field(default=0.1, ge=0, le=1)
     """Each retry waits its scheduled delay plus up to this fraction more (spreads herds)."""

@@ -5,6 +5,7 @@ in ``test_app.py``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -14,6 +15,7 @@ from pymongo.errors import AutoReconnect
 from hookbay_common.clock import utcnow
 from hookbay_common.db.events import PendingSummaries
 from hookbay_forwarder.metrics import RecorderMetrics
+from hookbay_forwarder.pace import BATCH, EAGER
 from hookbay_forwarder.recorder import consumer as consumer_module
 from hookbay_forwarder.recorder.consumer import RecorderLoop
 
@@ -41,6 +43,9 @@ class ScriptedConsumer:
     commits: list[dict[TopicPartition, int]] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     assigned: set[TopicPartition] = field(default_factory=lambda: {A, B})
+    _fetcher: SimpleNamespace = field(
+        default_factory=lambda: SimpleNamespace(_fetch_min_bytes=1, _fetch_max_wait_ms=500)
+    )
 
     def assignment(self) -> set[TopicPartition]:
         return self.assigned
@@ -141,6 +146,24 @@ class TestLinger:
         await loop.run()
         assert written.batches == [records(A, 0, 1, 2), [*records(A, 3), *records(B, 5)]]
         assert consumer.commits == [{A: 3}, {A: 4, B: 6}]
+
+
+class TestFetchPace:
+    async def test_a_busy_recorder_fetches_in_batches(self) -> None:
+        """300 records in the first second of the loop's clock (each write moves it a second
+        on): the next read is asked of the broker in batches."""
+        script = [{A: records(A, *range(300))}, {B: records(B, 0)}]
+        written, consumer, loop = run_loop(script)
+        original, seen = written.record, []
+
+        async def record(batch: list[Record], pending: PendingSummaries) -> None:
+            fetcher = consumer._fetcher
+            seen.append((fetcher._fetch_min_bytes, fetcher._fetch_max_wait_ms))
+            await original(batch, pending)
+
+        written.record = record  # type: ignore[method-assign]
+        await loop.run()
+        assert seen == [EAGER, BATCH]
 
 
 class TestSummariesThenCommit:

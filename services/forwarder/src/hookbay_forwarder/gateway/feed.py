@@ -35,7 +35,7 @@ from hookbay_common.logs import get_logger
 from hookbay_common.wire import WireError, decode_destination_task
 from hookbay_forwarder.delivery.consumer import COMMIT_TIMEOUT, HandlerCrashed, ride_out_blip
 from hookbay_forwarder.gateway.lanes import Lanes
-from hookbay_forwarder.gateway.pace import FetchPace
+from hookbay_forwarder.pace import FetchPace
 
 log = get_logger("hookbay.lanes")
 

@@ -14,6 +14,8 @@ default), what arrives within that many seconds of its first records: an event t
 meets its first attempt in the same write (stored with its status instead of updated after), at
 the price of a later listing.
 
+While busy, the consumer fetches in batches (``FetchPace``): a batch then holds more records.
+
 A fetch or commit that fails with a retriable Kafka error (the broker or the group coordinator
 away or moving) is logged and tried again; an uncommitted batch is simply read and written again.
 When the consumer's partitions change, the positions and newest ids the repository remembers
@@ -36,6 +38,7 @@ from pymongo.errors import PyMongoError
 from hookbay_common.db.events import PendingSummaries
 from hookbay_common.logs import get_logger
 from hookbay_common.producer import is_retriable
+from hookbay_forwarder.pace import FetchPace
 from hookbay_forwarder.recorder.handlers import RecorderHandlers
 
 log = get_logger("hookbay.recorder")
@@ -57,6 +60,7 @@ class RecorderLoop:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:  # fmt: skip
         self.consumer = consumer
+        self.pace = FetchPace(consumer, clock=clock)
         self._linger = linger
         self._commit_interval = commit_interval
         self._clock = clock
@@ -99,6 +103,7 @@ class RecorderLoop:
                 batch = await self.consumer.getmany(timeout_ms=200, max_records=MAX_RECORDS)
                 if batch and self._linger:
                     await self._more(batch)
+                self.pace.observe(sum(len(part) for part in batch.values()))
             except KafkaError as exc:
                 await self._blip("fetch", exc)
                 continue

@@ -33,6 +33,7 @@ from hookbay_common.db import StatsRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.kafka import BrokerProbe, ensure_configured_topics, topic_partitions
 from hookbay_common.logs import get_logger
+from hookbay_forwarder.pace import BULK, fetch_in
 from hookbay_forwarder.process import EXIT_CRASHED, EXIT_OK, MONGO_SOCKET_TIMEOUT_MS
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_forwarder.stats.counting import BucketBook, facts_of, to_bucket
@@ -42,8 +43,11 @@ from hookbay_forwarder.stats.ordering import InOrder
 log = get_logger("hookbay.stats")
 
 BATCH: Final = 2000
-"""Records one agent takes at once (or what arrived within ``BATCH_WITHIN``)."""
-BATCH_WITHIN: Final = 0.05
+"""Records one agent takes at once, or what arrived within the flush interval
+(``HOOKBAY_STATS_FLUSH_INTERVAL``): MongoDB sees the buckets once an interval, so gathering
+for less would only send the same facts and bucket changes to Kafka more often (a fact is one
+message per webhook and batch, a changed bucket one changelog message per batch), and wake
+both agents more often while nothing arrives."""
 OBSERVE_INTERVAL: Final = 2.0
 
 
@@ -73,6 +77,7 @@ class StatsProcessor:
         self.order: InOrder | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._exit = EXIT_OK
+        self._bulk_warned = False
         self._read_topics = {self.topics.events, self.topics.attempts, self.topics.stats_facts}
 
     # Process protocol (see hookbay_forwarder.process) ---------------------------------------
@@ -189,14 +194,15 @@ class StatsProcessor:
 
         self.order = order = InOrder(app.consumer, self._read_topics, self.metrics.reseeks)
         order.install()
+        within = s.stats_flush_interval
 
         async def to_facts(stream: Any) -> None:
-            async for events in stream.take_events(BATCH, within=BATCH_WITHIN):
+            async for events in stream.take_events(BATCH, within=within):
                 events = await order.admit(events)
                 self._guard(forward, events)
 
         async def count(stream: Any) -> None:
-            async for events in stream.take_events(BATCH, within=BATCH_WITHIN):
+            async for events in stream.take_events(BATCH, within=within):
                 events = await order.admit(events)
                 batch = [(e.message.partition, e.message.value) for e in events]
                 self._guard(book.apply, batch)
@@ -260,6 +266,16 @@ class StatsProcessor:
             self._last_flush_ok = time.monotonic()
             self.metrics.flushes.inc()
 
+    def _fetch_in_bulk(self) -> None:
+        """Have faust's Kafka consumer fetch in bulk (``pace.BULK``); again on every look, as
+        faust makes its consumer when its thread starts (and again if it restarts it)."""
+        thread = getattr(self.app.consumer, "_thread", None) if self.app is not None else None
+        consumer = getattr(thread, "_consumer", None)
+        if consumer is not None and not fetch_in(consumer, BULK) and not self._bulk_warned:
+            self._bulk_warned = True
+            log.warning("fetch_pace_unavailable", reason="faust's consumer has no fetch "
+                        "parameters to set; fetching with its own settings")  # fmt: skip
+
     async def _observe(self) -> None:
         while True:
             if self.app is not None and self.app.crashed and not self._stopping.is_set():
@@ -267,6 +283,7 @@ class StatsProcessor:
                 self._exit = EXIT_CRASHED
                 self.request_stop()
             self._broker_answers = await self.probe.answers()
+            self._fetch_in_bulk()
             if self.order is not None and self.app is not None and self.checks()["recovered"]:
                 self.order.watch(self.app.consumer.highwater)
                 await self.order.mend()

@@ -6,7 +6,7 @@ from aiokafka import AIOKafkaProducer
 
 from hookbay_common.kafka import create_consumer, ensure_topics
 from hookbay_common.topics import TopicSpec
-from hookbay_forwarder.gateway.pace import BATCH, BUSY_PER_S, EAGER, FetchPace
+from hookbay_forwarder.pace import BATCH, BUSY_PER_S, EAGER, FetchPace
 from tests.support.factories import unique_name
 
 
