@@ -4,12 +4,13 @@ while busy.
 Kafka's default fetch (answer at the first byte, else after 500 ms) suits a quiet consumer: a
 lone record is read the moment it is written, and an idle consumer asks twice a second. A busy
 consumer read that way takes its records a few per fetch, as they are written one by one, and
-the fetches become a large part of the process's time. So ``FetchPace`` counts the records a loop reads each second
-and, from ``BUSY_PER_S`` a second, asks the broker to answer once 32 KiB are there or 20 ms have
-passed (``BATCH``); below it, the default again (``EAGER``). The deliveries feed and the
-recorder pace themselves this way; the stats processor, whose counts are written once a second
-anyway, always fetches in bulk (``BULK``, ``fetch_in``). The forward-URL path's events consumer
-reads eagerly whatever the rate: it keeps its delivery latency (``docs/decisions.md``).
+the fetches become a large part of the process's time. So ``FetchPace`` counts the records a
+loop reads each second and, from ``BUSY_PER_S`` a second, asks the broker to answer once 32 KiB
+are there or 20 ms have passed (``BATCH``); below it, the default again (``EAGER``). The
+deliveries feed and the recorder pace themselves this way; the stats processor, whose counts are
+written once a second anyway, always fetches in bulk (``BULK``, ``fetch_in``). The forward-URL
+path's events consumer reads eagerly whatever the rate: it keeps its delivery latency
+(``docs/decisions.md``).
 
 Measured on 2 cores (``scripts/bench_lanes.py``): one destination ~620 → ~1,000 deliveries/s
 batched; an idle forwarder batching all the time spent ~25 ms more CPU a second on its fetches
