@@ -30,7 +30,7 @@ from hookbay_common.models import Attempt, AttemptTrigger, Event, RejectedReason
 from hookbay_common.wire import encode_attempt, encode_event
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dev.http import async_client
-from hookbay_forwarder.pace import BULK
+from hookbay_forwarder.pace import BULK, fetch_mode
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_forwarder.stats import StatsProcessor
 from tests.support.dashboard import serve_dashboard
@@ -665,13 +665,6 @@ class TestRecordsFaustLoses:
         assert all(reseeks.values()), reseeks
 
 
-def fetching(processor: StatsProcessor) -> tuple[int, int] | None:
-    """faust's Kafka consumer's fetch parameters (``None`` until faust made it)."""
-    thread = getattr(processor.app.consumer, "_thread", None) if processor.app else None
-    fetcher = getattr(getattr(thread, "_consumer", None), "_fetcher", None)
-    return None if fetcher is None else (fetcher._fetch_min_bytes, fetcher._fetch_max_wait_ms)
-
-
 class TestFetching:
     async def test_faust_consumer_fetches_in_bulk(
         self, fs: ForwarderSettings, tmp_path: Path
@@ -680,7 +673,9 @@ class TestFetching:
         the broker for 64 KiB or 1.5 s of records at a time, not for each record."""
         processor = StatsProcessor(fs.model_copy(update={"stats_data_dir": tmp_path}))
         async with running(processor):
-            await until(lambda: fetching(processor) == BULK, 30, what="bulk fetches")
+            await until(
+                lambda: fetch_mode(processor.kafka_consumer) == BULK, 30, what="bulk fetches"
+            )
 
 
 class TestThroughThePipeline:

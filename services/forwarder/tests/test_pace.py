@@ -6,7 +6,7 @@ from aiokafka import AIOKafkaProducer
 
 from hookbay_common.kafka import create_consumer, ensure_topics
 from hookbay_common.topics import TopicSpec
-from hookbay_forwarder.pace import BATCH, BUSY_PER_S, EAGER, FetchPace
+from hookbay_forwarder.pace import BATCH, BUSY_PER_S, EAGER, FetchPace, fetch_mode
 from tests.support.factories import unique_name
 
 
@@ -22,10 +22,6 @@ def _consumer() -> SimpleNamespace:
     return SimpleNamespace(_fetcher=SimpleNamespace(_fetch_min_bytes=1, _fetch_max_wait_ms=500))
 
 
-def _fetching(consumer: SimpleNamespace) -> tuple[int, int]:
-    return consumer._fetcher._fetch_min_bytes, consumer._fetcher._fetch_max_wait_ms
-
-
 class TestPace:
     def test_busy_batches_then_quiet_is_eager_again(self) -> None:
         consumer, clock = _consumer(), Clock()
@@ -34,12 +30,12 @@ class TestPace:
             clock.now += 0.125
             pace.observe(40)
         assert pace.mode == BATCH
-        assert _fetching(consumer) == BATCH
+        assert fetch_mode(consumer) == BATCH
         for _ in range(8):  # then 8 a second
             clock.now += 0.125
             pace.observe(1)
         assert pace.mode == EAGER
-        assert _fetching(consumer) == EAGER
+        assert fetch_mode(consumer) == EAGER
 
     def test_below_the_threshold_nothing_changes(self) -> None:
         consumer, clock = _consumer(), Clock()
@@ -48,17 +44,17 @@ class TestPace:
             clock.now += 1.0
             pace.observe(BUSY_PER_S - 1)
         assert pace.mode == EAGER
-        assert _fetching(consumer) == EAGER
+        assert fetch_mode(consumer) == EAGER
 
     def test_decides_once_a_second_not_on_one_big_read(self) -> None:
         consumer, clock = _consumer(), Clock()
         pace = FetchPace(consumer, clock=clock)
         clock.now = 0.5
         pace.observe(500)
-        assert _fetching(consumer) == EAGER
+        assert fetch_mode(consumer) == EAGER
         clock.now = 1.0
         pace.observe(0)
-        assert _fetching(consumer) == BATCH
+        assert fetch_mode(consumer) == BATCH
 
     def test_a_fetcher_without_the_parameters_keeps_its_own(self) -> None:
         consumer, clock = SimpleNamespace(_fetcher=SimpleNamespace()), Clock()
@@ -67,6 +63,7 @@ class TestPace:
         pace.observe(1000)
         assert pace.mode == EAGER
         assert vars(consumer._fetcher) == {}
+        assert fetch_mode(consumer) is None
 
 
 class TestOnARealConsumer:
@@ -83,7 +80,7 @@ class TestOnARealConsumer:
             clock.now = 1.0
             pace.observe(BUSY_PER_S)
             assert pace.mode == BATCH
-            assert _fetching(consumer) == BATCH
+            assert fetch_mode(consumer) == BATCH
             for n in range(5):
                 await producer.send_and_wait(topic, str(n).encode())
             read: list[bytes] = []

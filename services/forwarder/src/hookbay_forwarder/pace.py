@@ -18,7 +18,7 @@ batched; an idle forwarder batching all the time spent ~25 ms more CPU a second 
 
 aiokafka reads the fetch parameters from its fetcher for every request but has no public way to
 change them after start; ``fetch_in`` sets the two attributes, and when they are not there (an
-aiokafka that renamed them) it leaves the consumer's own settings and ``FetchPace`` says so once.
+aiokafka that renamed them) it leaves the consumer's own settings and says so once.
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ class FetchPace:
         self._since = clock()
         self._read = 0
         self.mode = EAGER
-        self._warned = False
 
     def observe(self, records: int) -> None:
         """The loop read ``records``; once a second, choose the mode for the next fetches."""
@@ -65,25 +64,36 @@ class FetchPace:
             return
         mode = BATCH if self._read / elapsed >= self._busy_per_s else EAGER
         self._since, self._read = now, 0
-        if mode != self.mode and self._apply(mode):
+        if mode != self.mode and fetch_in(self._consumer, mode):
             self.mode = mode
 
-    def _apply(self, mode: Mode) -> bool:
-        if fetch_in(self._consumer, mode):
-            return True
-        if not self._warned and getattr(self._consumer, "_fetcher", None) is not None:
-            self._warned = True
-            log.warning("fetch_pace_unavailable", reason="the consumer's fetcher has no "
-                        "fetch parameters to set; fetching with its own settings")  # fmt: skip
-        return False
+
+_unavailable_said = False
 
 
 def fetch_in(consumer: Any, mode: Mode) -> bool:
     """Have a started aiokafka consumer fetch in ``mode`` from its next request; False when it
-    has no fetcher yet, or one without the two parameters (nothing is changed then)."""
+    has no fetcher yet, or one without the two parameters (nothing is changed then; said once
+    a process, as every consumer of the process has the same aiokafka)."""
+    global _unavailable_said
     fetcher = getattr(consumer, "_fetcher", None)
-    if fetcher is None or not all(hasattr(fetcher, name) for name in _ATTRIBUTES):
+    if fetcher is None:
+        return False
+    if not all(hasattr(fetcher, name) for name in _ATTRIBUTES):
+        if not _unavailable_said:
+            _unavailable_said = True
+            log.warning("fetch_pace_unavailable", reason="the consumer's fetcher has no "
+                        "fetch parameters to set; fetching with its own settings")  # fmt: skip
         return False
     for name, value in zip(_ATTRIBUTES, mode, strict=True):
         setattr(fetcher, name, value)
     return True
+
+
+def fetch_mode(consumer: Any) -> Mode | None:
+    """The mode a consumer fetches in (``None``: no fetcher yet, or one without them)."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    if fetcher is None or not all(hasattr(fetcher, name) for name in _ATTRIBUTES):
+        return None
+    min_bytes, max_wait_ms = (getattr(fetcher, name) for name in _ATTRIBUTES)
+    return min_bytes, max_wait_ms

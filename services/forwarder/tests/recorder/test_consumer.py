@@ -15,7 +15,7 @@ from pymongo.errors import AutoReconnect
 from hookbay_common.clock import utcnow
 from hookbay_common.db.events import PendingSummaries
 from hookbay_forwarder.metrics import RecorderMetrics
-from hookbay_forwarder.pace import BATCH, EAGER
+from hookbay_forwarder.pace import BATCH, EAGER, fetch_mode
 from hookbay_forwarder.recorder import consumer as consumer_module
 from hookbay_forwarder.recorder.consumer import RecorderLoop
 
@@ -157,8 +157,7 @@ class TestFetchPace:
         original, seen = written.record, []
 
         async def record(batch: list[Record], pending: PendingSummaries) -> None:
-            fetcher = consumer._fetcher
-            seen.append((fetcher._fetch_min_bytes, fetcher._fetch_max_wait_ms))
+            seen.append(fetch_mode(consumer))
             await original(batch, pending)
 
         written.record = record  # type: ignore[method-assign]

@@ -77,7 +77,6 @@ class StatsProcessor:
         self.order: InOrder | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._exit = EXIT_OK
-        self._bulk_warned = False
         self._read_topics = {self.topics.events, self.topics.attempts, self.topics.stats_facts}
 
     # Process protocol (see hookbay_forwarder.process) ---------------------------------------
@@ -266,15 +265,11 @@ class StatsProcessor:
             self._last_flush_ok = time.monotonic()
             self.metrics.flushes.inc()
 
-    def _fetch_in_bulk(self) -> None:
-        """Have faust's Kafka consumer fetch in bulk (``pace.BULK``); again on every look, as
-        faust makes its consumer when its thread starts (and again if it restarts it)."""
+    @property
+    def kafka_consumer(self) -> Any:
+        """faust's aiokafka consumer (``None`` until faust's consumer thread made it)."""
         thread = getattr(self.app.consumer, "_thread", None) if self.app is not None else None
-        consumer = getattr(thread, "_consumer", None)
-        if consumer is not None and not fetch_in(consumer, BULK) and not self._bulk_warned:
-            self._bulk_warned = True
-            log.warning("fetch_pace_unavailable", reason="faust's consumer has no fetch "
-                        "parameters to set; fetching with its own settings")  # fmt: skip
+        return getattr(thread, "_consumer", None)
 
     async def _observe(self) -> None:
         while True:
@@ -283,7 +278,7 @@ class StatsProcessor:
                 self._exit = EXIT_CRASHED
                 self.request_stop()
             self._broker_answers = await self.probe.answers()
-            self._fetch_in_bulk()
+            fetch_in(self.kafka_consumer, BULK)  # on every look: faust makes it in its thread
             if self.order is not None and self.app is not None and self.checks()["recovered"]:
                 self.order.watch(self.app.consumer.highwater)
                 await self.order.mend()
