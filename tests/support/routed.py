@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import redis.asyncio
 
-from hookbay_common.routing.dedupe_store import Deduplicator
 from hookbay_common.settings import Settings
 from hookbay_dashboard.settings import DashboardSettings
 from hookbay_forwarder.delivery import Forwarder
 from hookbay_forwarder.recorder import Recorder
 from hookbay_ingest.app import Ingest, create_app
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
+from tests.support.dedupe import patient_deduplicator
 from tests.support.forwarder import forwarder_namespace, running
 from tests.support.ingest import ingest_settings
 from tests.support.receiver import Receiver
@@ -117,17 +116,6 @@ def event_ids(receiver: Receiver, url: str) -> list[str]:
     return [r.header("x-hookbay-event-id") or "" for r in receiver.received(url)]
 
 
-CLAIM_TIMEOUT_S = 10.0
-"""The stack runs on the test worker's event loop, on a machine the other tests keep busy: a
-dedupe claim's answer can wait there longer than the product's ``CLAIM_TIMEOUT`` and fail open
-(deliver), which is ``test_dedupe_store.py``'s subject, not these tests'."""
-
-
-def _deduplicator(url: str, namespace: str) -> Deduplicator:
-    client = redis.asyncio.Redis.from_url(url)
-    return Deduplicator(client, namespace=namespace, timeout=CLAIM_TIMEOUT_S)
-
-
 @contextlib.asynccontextmanager
 async def routed_stack(
     settings: Settings, dashboard_settings: DashboardSettings, receiver: Receiver
@@ -135,7 +123,7 @@ async def routed_stack(
     fs = await forwarder_namespace(settings)
     ds = dashboard_settings.model_copy(update={"kafka_namespace": fs.kafka_namespace})
     app = create_app(ingest_settings(settings, kafka_namespace=fs.kafka_namespace))
-    forwarder = Forwarder(fs, deduplicator=_deduplicator)
+    forwarder = Forwarder(fs, deduplicator=patient_deduplicator)
     async with (
         serve_dashboard(ds) as dashboard,
         running(forwarder),

@@ -27,6 +27,7 @@ from hookbay_common.routing.dedupe_store import (
     Deduplicator,
 )
 from hookbay_common.routing.subject import Subject
+from tests.support.dedupe import patient_deduplicator
 from tests.support.proxy import serve_proxy
 from tests.support.waiting import until
 
@@ -95,7 +96,7 @@ def create_deduplicator(opened: list[Deduplicator], namespace: str) -> Callable[
     def create(url: str = REDIS, **options: Any) -> Deduplicator:
         options.setdefault("namespace", namespace)
         if options.keys() == {"namespace"}:
-            made = Deduplicator.from_url(url, namespace=options["namespace"])
+            made = patient_deduplicator(url, options["namespace"])
         else:
             made = Deduplicator(redis.asyncio.Redis.from_url(url), **options)
         opened.append(made)

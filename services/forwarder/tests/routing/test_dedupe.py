@@ -27,6 +27,7 @@ from hookbay_forwarder.metrics import DedupeMetrics
 from hookbay_forwarder.routing.dedupe import RouteDedupe
 from hookbay_forwarder.routing.router import Router
 from hookbay_forwarder.writes import Message
+from tests.support.dedupe import patient_deduplicator
 from tests.support.factories import (
     create_destination,
     create_event,
@@ -81,7 +82,7 @@ class Claims:
 
         def build(url: str, namespace: str) -> Deduplicator:
             self.built += 1
-            return Deduplicator.from_url(url, namespace=namespace)
+            return patient_deduplicator(url, namespace)
 
         self.dedupe = RouteDedupe(
             url, namespace=unique_name("dd"), metrics=DedupeMetrics(self.registry),

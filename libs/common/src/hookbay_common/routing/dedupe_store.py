@@ -110,17 +110,19 @@ class Deduplicator:
         self._script = client.register_script(_CLAIM_LUA)
 
     @classmethod
-    def from_url(cls, url: str, *, namespace: str = DEFAULT_NAMESPACE) -> Deduplicator:
+    def from_url(
+        cls, url: str, *, namespace: str = DEFAULT_NAMESPACE, timeout: float = CLAIM_TIMEOUT
+    ) -> Deduplicator:
         """A deduplicator on a new client for ``url``; connects lazily, on the first claim.
-        Socket timeouts match ``CLAIM_TIMEOUT``; one immediate retry covers a pooled connection
-        that a Redis restart closed."""
+        Socket timeouts match the claim's ``timeout``; one immediate retry covers a pooled
+        connection that a Redis restart closed."""
         client = redis.asyncio.Redis.from_url(
             url,
-            socket_timeout=CLAIM_TIMEOUT,
-            socket_connect_timeout=CLAIM_TIMEOUT,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 1),
         )
-        return cls(client, namespace=namespace)
+        return cls(client, namespace=namespace, timeout=timeout)
 
     def redis_key(self, route_id: str, key: str) -> str:
         return f"{self._prefix}{route_id}:{key}"
