@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from aiokafka import AIOKafkaProducer
+from aiokafka.structs import TopicPartition
 
 from hookbay_common.db import AttemptRepository, Database, EventRepository
 from hookbay_common.ids import IdPrefix, derived_id
@@ -15,9 +18,13 @@ from hookbay_common.models import (
     EventStatus,
     RejectedReason,
 )
+from hookbay_common.settings import Settings
 from hookbay_common.wire import encode_attempt, encode_delivery, encode_event
+from hookbay_forwarder.recorder import Recorder
+from hookbay_forwarder.recorder.hold import EventHold
 from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import create_attempt, create_delivery, create_event, unique_name
+from tests.support.forwarder import forwarder_namespace, running
 from tests.support.waiting import until
 
 
@@ -133,3 +140,37 @@ class TestRecorder:
         event = create_event(username=unique_name("u"))
         await produce(producer, rec_settings, event)
         await stored(db, event, EventStatus.PENDING)
+
+
+class TestHeldEvents:
+    async def test_an_event_is_stored_with_its_attempt_and_committed_only_then(
+        self, settings: Settings, db: Database, producer: AIOKafkaProducer
+    ) -> None:
+        """A deliverable event is kept back until its attempt is read (with no time limit here):
+        an event behind it on its partition is stored, the held one is not, and the offsets
+        are committed up to it, not past it; once its attempt comes, it is stored with the
+        attempt's status and committed."""
+        fs = await forwarder_namespace(settings)
+        username = unique_name("u")
+        held = create_event(username=username)
+        behind = create_event(username=username, forward_url=None)  # nothing to deliver
+        process = Recorder(fs)
+        process.loop.hold = EventHold(math.inf)
+        async with running(process):
+            at = await producer.send_and_wait(
+                fs.topics.events, encode_event(held), key=username.encode()
+            )
+            await produce(producer, fs, behind)
+            await stored(db, behind, EventStatus.SUCCESS)
+            assert await EventRepository(db).get(held.id) is None
+            partition = TopicPartition(at.topic, at.partition)
+            await until(
+                lambda: process.loop.committed.get(partition) == at.offset,
+                what="the commit up to the held event",
+            )
+            await produce(producer, fs, create_attempt(held, status_code=201))
+            await stored(db, held, EventStatus.SUCCESS)
+            await until(
+                lambda: process.loop.committed.get(partition) == at.offset + 2,
+                what="the commit past both events",
+            )

@@ -18,6 +18,8 @@ from hookbay_forwarder.metrics import RecorderMetrics
 from hookbay_forwarder.pace import BATCH, EAGER, fetch_mode
 from hookbay_forwarder.recorder import consumer as consumer_module
 from hookbay_forwarder.recorder.consumer import RecorderLoop
+from hookbay_forwarder.recorder.hold import Read
+from tests.support.factories import create_attempt, create_event
 
 A, B = TopicPartition("events", 0), TopicPartition("attempts", 3)
 
@@ -42,6 +44,7 @@ class ScriptedConsumer:
     loop: RecorderLoop | None = None
     commits: list[dict[TopicPartition, int]] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
+    waits: list[int] = field(default_factory=list)
     assigned: set[TopicPartition] = field(default_factory=lambda: {A, B})
     _fetcher: SimpleNamespace = field(
         default_factory=lambda: SimpleNamespace(_fetch_min_bytes=1, _fetch_max_wait_ms=500)
@@ -51,6 +54,7 @@ class ScriptedConsumer:
         return self.assigned
 
     async def getmany(self, *, timeout_ms: int, max_records: int) -> dict[Any, list[Record]]:
+        self.waits.append(timeout_ms)
         if not self.script:
             assert self.loop is not None
             self.loop.stop()
@@ -84,7 +88,8 @@ class Repository:
 @dataclass
 class Written:
     """The handlers: each batch written tallies one event on page ``len(batches)`` and moves
-    the clock a second on; ``summarise`` fails ``failures`` times first."""
+    the clock a second on; ``summarise`` fails ``failures`` times first. A record decodes to
+    what ``items`` gives it (``None``: nothing the hold keeps)."""
 
     log: list[str]
     metrics: RecorderMetrics = field(default_factory=RecorderMetrics)
@@ -95,9 +100,13 @@ class Written:
     )
     failures: int = 0
     now: float = 0.0
+    items: dict[Record, Any] = field(default_factory=dict)
 
-    async def record(self, batch: list[Record], pending: PendingSummaries) -> None:
-        self.batches.append(list(batch))
+    def decode(self, batch: list[Record]) -> list[Read]:
+        return [Read(record, self.items.get(record)) for record in batch]
+
+    async def record(self, reads: list[Read], pending: PendingSummaries) -> None:
+        self.batches.append([read.record for read in reads])
         pending.tally("wh", len(self.batches)).add("success", utcnow())
         self.now += 1.0
         self.log.append("write")
@@ -112,13 +121,14 @@ class Written:
 
 def run_loop(
     script: list[dict[TopicPartition, list[Record]]], linger: float = 0.0,
-    commit_interval: float = 0.0, failures: int = 0,
+    commit_interval: float = 0.0, failures: int = 0, hold: float = 0.0,
+    items: dict[Record, Any] | None = None,
 ) -> tuple[Written, ScriptedConsumer, RecorderLoop]:  # fmt: skip
     consumer = ScriptedConsumer(script)
-    written = Written(consumer.log, failures=failures)
+    written = Written(consumer.log, failures=failures, items=items or {})
     loop = RecorderLoop(
         cast(Any, consumer), cast(Any, written), linger=linger, commit_interval=commit_interval,
-        clock=lambda: written.now, retry_delay=0.0,
+        hold=hold, clock=lambda: written.now, retry_delay=0.0,
     )  # fmt: skip
     consumer.loop = loop
     return written, consumer, loop
@@ -148,6 +158,43 @@ class TestLinger:
         assert consumer.commits == [{A: 3}, {A: 4, B: 6}]
 
 
+class TestHeldEvents:
+    """An event kept back until its attempt is read (``EventHold``): the loop writes it with
+    the attempt, or when its time runs out, or when stopping, and never commits past it."""
+
+    async def test_an_event_is_written_with_its_attempt_and_committed_after(self) -> None:
+        (event_at,), (attempt_at,) = records(A, 0), records(B, 7)
+        event = create_event()
+        written, consumer, loop = run_loop(
+            [{A: [event_at]}, {B: [attempt_at]}], hold=60.0,
+            items={event_at: event, attempt_at: create_attempt(event)},
+        )  # fmt: skip
+        await loop.run()
+        assert written.batches == [[event_at, attempt_at]]
+        assert consumer.commits == [{A: 0}, {A: 1, B: 8}]  # never past the held event
+
+    async def test_a_held_event_is_written_when_its_time_runs_out(self) -> None:
+        (event_at, other_at) = records(A, 0, 1)
+        written, consumer, loop = run_loop(
+            [{A: [event_at]}, {A: [other_at]}, {}], hold=0.1, items={event_at: create_event()}
+        )
+        await loop.run()
+        # the other record's write moved the clock a second on: the event is due by then
+        assert written.batches == [[other_at], [event_at]]
+        assert consumer.waits[:2] == [200, 100]  # the fetch waits no longer than the hold
+        assert consumer.commits[-1] == {A: 2}
+
+    async def test_stopping_writes_what_is_held_then_commits(self) -> None:
+        (event_at,) = records(A, 0)
+        written, consumer, loop = run_loop(
+            [{A: [event_at]}], hold=60.0, items={event_at: create_event()}
+        )
+        await loop.run()
+        assert written.batches == [[event_at]]
+        assert consumer.commits == [{A: 0}, {A: 1}]
+        assert len(loop.hold) == 0
+
+
 class TestFetchPace:
     async def test_a_busy_recorder_fetches_in_batches(self) -> None:
         """300 records in the first second of the loop's clock (each write moves it a second
@@ -156,9 +203,9 @@ class TestFetchPace:
         written, consumer, loop = run_loop(script)
         original, seen = written.record, []
 
-        async def record(batch: list[Record], pending: PendingSummaries) -> None:
+        async def record(reads: list[Read], pending: PendingSummaries) -> None:
             seen.append(fetch_mode(consumer))
-            await original(batch, pending)
+            await original(reads, pending)
 
         written.record = record  # type: ignore[method-assign]
         await loop.run()
@@ -191,8 +238,8 @@ class TestSummariesThenCommit:
         written, consumer, loop = run_loop(script)
         original = written.record
 
-        async def record(batch: list[Record], pending: PendingSummaries) -> None:
-            await original(batch, pending)
+        async def record(reads: list[Read], pending: PendingSummaries) -> None:
+            await original(reads, pending)
             if len(written.batches) == 2:
                 consumer.assigned = {A}  # B moved to another recorder meanwhile
 

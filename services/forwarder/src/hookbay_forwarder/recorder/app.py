@@ -59,7 +59,7 @@ class Recorder:
         )  # fmt: skip
         self.loop = RecorderLoop(
             self.consumer, self.handlers, linger=settings.recorder_linger,
-            commit_interval=settings.recorder_commit_interval,
+            commit_interval=settings.recorder_commit_interval, hold=settings.recorder_hold,
         )  # fmt: skip
         self.probe = BrokerProbe(settings.kafka_bootstrap, client_id="hookbay-recorder-probe")
 

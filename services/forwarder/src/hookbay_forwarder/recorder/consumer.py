@@ -16,6 +16,11 @@ the price of a later listing.
 
 While busy, the consumer fetches in batches (``FetchPace``): a batch then holds more records.
 
+A deliverable event is kept back until its first attempt (or delivery record) is read, for
+``hold`` seconds at most (``HOOKBAY_RECORDER_HOLD``, ``EventHold``): the two are then stored in
+one write, the event with its status, instead of an insert and an update. Offsets are committed
+up to the first record still held, never past it.
+
 A fetch or commit that fails with a retriable Kafka error (the broker or the group coordinator
 away or moving) is logged and tried again; an uncommitted batch is simply read and written again.
 When the consumer's partitions change, the positions and newest ids the repository remembers
@@ -40,6 +45,7 @@ from hookbay_common.logs import get_logger
 from hookbay_common.producer import is_retriable
 from hookbay_forwarder.pace import FetchPace
 from hookbay_forwarder.recorder.handlers import RecorderHandlers
+from hookbay_forwarder.recorder.hold import EventHold, Read
 
 log = get_logger("hookbay.recorder")
 CONSUMER = "recorder"
@@ -56,11 +62,12 @@ which FerretDB does slowly; cutting that short would only start it again."""
 class RecorderLoop:
     def __init__(
         self, consumer: AIOKafkaConsumer, handlers: RecorderHandlers, *, retry_delay: float = 1.0,
-        linger: float = 0.0, commit_interval: float = 1.0,
+        linger: float = 0.0, commit_interval: float = 1.0, hold: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:  # fmt: skip
         self.consumer = consumer
         self.pace = FetchPace(consumer, clock=clock)
+        self.hold = EventHold(hold)
         self._linger = linger
         self._commit_interval = commit_interval
         self._clock = clock
@@ -100,7 +107,9 @@ class RecorderLoop:
         while not self._stopping.is_set():
             self.stage = "fetch"
             try:
-                batch = await self.consumer.getmany(timeout_ms=200, max_records=MAX_RECORDS)
+                batch = await self.consumer.getmany(
+                    timeout_ms=self._fetch_wait_ms(), max_records=MAX_RECORDS
+                )
                 if batch and self._linger:
                     await self._more(batch)
                 self.pace.observe(sum(len(part) for part in batch.values()))
@@ -108,16 +117,18 @@ class RecorderLoop:
                 await self._blip("fetch", exc)
                 continue
             self._notice_moves()
+            records = [record for part in batch.values() for record in part]
+            ready = self.hold.sort(self._handlers.decode(records), self._clock())
+            if ready:
+                self.stage = "write"
+                if not await self._write(ready):
+                    return  # stopping before the batch could be written: it is not committed
             if not batch:
-                if self._owed:
+                if self._owed and not ready:
                     await self._settle()
-                else:
+                elif not self._owed:
                     self.last_commit = time.monotonic()
                 continue
-            records = [record for part in batch.values() for record in part]
-            self.stage = "write"
-            if not await self._write(records):
-                return  # stopping before the batch could be written: it is not committed
             self._owed.update(
                 {tp: OffsetAndMetadata(part[-1].offset + 1, "") for tp, part in batch.items()}
             )
@@ -125,8 +136,16 @@ class RecorderLoop:
             self._owed_since = now if self._owed_since is None else self._owed_since
             if now - self._owed_since >= self._commit_interval:
                 await self._settle()
-        if self._owed:  # stopping: what was written is committed with its summaries
+        held = self.hold.release()  # stopping: held events are written, not read again
+        if held and not await self._write(held):
+            return
+        if self._owed:  # what was written is committed with its summaries
             await self._settle()
+
+    def _fetch_wait_ms(self) -> int:
+        """How long a fetch may wait: 200 ms, or less when a held event is due sooner."""
+        due = self.hold.due_in(self._clock())
+        return 200 if due is None else max(1, int(min(200.0, due * 1000)))
 
     def _notice_moves(self) -> None:
         assignment = frozenset(self.consumer.assignment())
@@ -142,7 +161,19 @@ class RecorderLoop:
         if not await self._summarise():
             self._owed.clear()
             return
-        offsets, self._owed, self._owed_since = self._owed, {}, None
+        held = self.hold.first_offsets()
+        offsets: dict[Any, OffsetAndMetadata] = {}
+        for tp, meta in self._owed.items():
+            first = held.get((tp.topic, tp.partition))
+            offset = meta.offset if first is None else min(meta.offset, first)
+            if self.committed.get(tp) != offset:
+                offsets[tp] = OffsetAndMetadata(offset, "")
+        # a partition with a record held stays owed until that record is written
+        self._owed = {tp: m for tp, m in self._owed.items() if (tp.topic, tp.partition) in held}
+        self._owed_since = self._clock() if self._owed else None
+        if not offsets:
+            self.last_commit = time.monotonic()
+            return
         self.stage = "commit"
         try:
             async with asyncio.timeout(COMMIT_TIMEOUT):
@@ -194,10 +225,10 @@ class RecorderLoop:
         except TimeoutError:
             return
 
-    async def _write(self, records: list[Any]) -> bool:
+    async def _write(self, reads: list[Read]) -> bool:
         """Write the batch; False when a stop came first (``_retrying``)."""
         return await self._retrying(
-            lambda: self._handlers.record(records, self._pending), records=len(records)
+            lambda: self._handlers.record(reads, self._pending), records=len(reads)
         )
 
     async def _summarise(self) -> bool:

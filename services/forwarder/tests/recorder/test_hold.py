@@ -1,0 +1,114 @@
+"""``EventHold``: which events the recorder keeps back until their first attempt is read, and
+for how long (times are the caller's clock). Its place in the loop (offsets, stopping) is in
+``test_consumer.py``; on real Kafka and FerretDB in ``test_app.py``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hookbay_common.models import Attempt, Delivery, Event
+from hookbay_forwarder.recorder.hold import EventHold, Read
+from tests.support.factories import create_attempt, create_delivery, create_event
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+
+
+class Feed:
+    """Reads with offsets in the order made: events on ``events``/0, the rest on ``attempts``/0."""
+
+    def __init__(self) -> None:
+        self.offsets = {"events": 0, "attempts": 0}
+
+    def __call__(self, *items: Event | Attempt | Delivery | None) -> list[Read]:
+        reads = []
+        for item in items:
+            topic = "events" if isinstance(item, Event) else "attempts"
+            reads.append(Read(Record(topic, 0, self.offsets[topic]), item))
+            self.offsets[topic] += 1
+        return reads
+
+
+def items(reads: list[Read]) -> list[object]:
+    return [read.item for read in reads]
+
+
+class TestHolding:
+    def test_an_event_waits_for_its_attempt_and_both_are_written_together(self) -> None:
+        hold, feed, event = EventHold(0.5), Feed(), create_event()
+        attempt = create_attempt(event)
+        assert hold.sort(feed(event), now=0.0) == []
+        assert len(hold) == 1
+        assert items(hold.sort(feed(attempt), now=0.1)) == [event, attempt]
+        assert len(hold) == 0
+
+    def test_an_event_and_its_attempt_read_together_are_not_held(self) -> None:
+        hold, feed, event = EventHold(0.5), Feed(), create_event()
+        attempt = create_attempt(event)
+        assert items(hold.sort(feed(attempt, event), now=0.0)) == [attempt, event]
+
+    def test_a_routed_event_waits_for_its_first_delivery_record(self) -> None:
+        hold, feed = EventHold(0.5), Feed()
+        event = create_event(routed=True, forward_url=None)
+        assert hold.sort(feed(event), now=0.0) == []
+        delivery = create_delivery(event)
+        assert items(hold.sort(feed(delivery), now=0.2)) == [event, delivery]
+
+    def test_an_event_whose_attempt_was_read_first_is_not_held(self) -> None:
+        hold, feed, event = EventHold(0.5), Feed(), create_event()
+        attempt = create_attempt(event)
+        assert items(hold.sort(feed(attempt), now=0.0)) == [attempt]
+        assert items(hold.sort(feed(event), now=0.1)) == [event]
+
+    def test_an_event_without_attempts_to_come_is_not_held(self) -> None:
+        hold, feed = EventHold(0.5), Feed()
+        rejected = create_event(rejected_reason="invalid_signature")
+        nowhere = create_event(forward_url=None)
+        assert items(hold.sort(feed(rejected, nowhere, None), now=0.0)) == [
+            rejected, nowhere, None,
+        ]  # fmt: skip
+
+    def test_a_held_event_is_written_when_its_time_runs_out(self) -> None:
+        hold, feed = EventHold(0.5), Feed()
+        first, second = create_event(), create_event()
+        hold.sort(feed(first), now=0.0)
+        hold.sort(feed(second), now=0.25)
+        assert hold.due_in(0.125) == 0.375
+        assert hold.sort([], now=0.375) == []
+        assert items(hold.sort([], now=0.5)) == [first]
+        assert hold.due_in(0.5) == 0.25
+        assert items(hold.sort([], now=0.75)) == [second]
+        assert hold.due_in(0.75) is None
+
+    def test_past_the_limit_the_oldest_are_written(self) -> None:
+        hold, feed = EventHold(0.5, limit=2), Feed()
+        events = [create_event() for _ in range(3)]
+        assert items(hold.sort(feed(*events), now=0.0)) == [events[0]]
+        assert len(hold) == 2
+
+    def test_no_hold_writes_everything_at_once(self) -> None:
+        hold, feed, event = EventHold(0.0), Feed(), create_event()
+        assert items(hold.sort(feed(event), now=0.0)) == [event]
+        assert hold.due_in(0.0) is None
+
+
+class TestOffsets:
+    def test_the_first_held_record_of_each_partition(self) -> None:
+        hold, feed = EventHold(0.5), Feed()
+        done = create_event()
+        hold.sort(feed(done, create_event(), create_event()), now=0.0)
+        assert hold.first_offsets() == {("events", 0): 0}
+        hold.sort(feed(create_attempt(done)), now=0.1)  # offset 0 written
+        assert hold.first_offsets() == {("events", 0): 1}
+
+    def test_release_hands_back_every_held_event_oldest_first(self) -> None:
+        hold, feed = EventHold(0.5), Feed()
+        events = [create_event() for _ in range(3)]
+        hold.sort(feed(*events), now=0.0)
+        assert items(hold.release()) == events
+        assert len(hold) == 0
+        assert hold.first_offsets() == {}
