@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hookbay_common.models import Attempt, Delivery, Event
+from hookbay_common.models import Attempt, Delivery, DeliveryStatus, Event
 from hookbay_forwarder.recorder.hold import EventHold, Read
 from tests.support.factories import create_attempt, create_delivery, create_event
 
@@ -51,12 +51,27 @@ class TestHolding:
         attempt = create_attempt(event)
         assert items(hold.sort(feed(attempt, event), now=0.0)) == [attempt, event]
 
-    def test_a_routed_event_waits_for_its_first_delivery_record(self) -> None:
+    def test_a_routed_event_waits_with_its_scheduled_delivery_for_the_attempt(self) -> None:
+        hold, feed = EventHold(0.5), Feed()
+        event = create_event(routed=True, forward_url=None)
+        scheduled = create_delivery(event, status=DeliveryStatus.SCHEDULED)
+        assert hold.sort(feed(scheduled, event), now=0.0) == []  # the promise waits with it
+        attempt = create_attempt(event, delivery_id=scheduled.id, route="billing")
+        assert items(hold.sort(feed(attempt), now=0.2)) == [event, scheduled, attempt]
+        assert hold.first_offsets() == {}
+
+    def test_a_finished_delivery_record_settles_a_routed_event(self) -> None:
         hold, feed = EventHold(0.5), Feed()
         event = create_event(routed=True, forward_url=None)
         assert hold.sort(feed(event), now=0.0) == []
-        delivery = create_delivery(event)
-        assert items(hold.sort(feed(delivery), now=0.2)) == [event, delivery]
+        filtered = create_delivery(event, status=DeliveryStatus.FILTERED, reason="no match")
+        assert items(hold.sort(feed(filtered), now=0.1)) == [event, filtered]
+
+    def test_an_event_read_again_while_held_waits_with_the_first_copy(self) -> None:
+        hold, feed, event = EventHold(0.5), Feed(), create_event()
+        hold.sort(feed(event), now=0.0)
+        assert hold.sort(feed(event), now=0.1) == []
+        assert items(hold.release()) == [event, event]
 
     def test_an_event_whose_attempt_was_read_first_is_not_held(self) -> None:
         hold, feed, event = EventHold(0.5), Feed(), create_event()

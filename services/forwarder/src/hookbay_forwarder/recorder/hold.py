@@ -1,11 +1,12 @@
 """Keeping an event back until its first attempt is read, so both are stored in one write.
 
 The forwarder delivers an event milliseconds after ingest wrote it, and the recorder reads the
-event and, a little later, its first attempt (or, routed, its delivery records). Written as they
-come, the event is inserted ``pending`` and then updated to the attempt's status: on FerretDB a
-look-up and a rewrite of the head, a transaction of its own, for nearly every event. Kept back
-until that record is read (``HOOKBAY_RECORDER_HOLD`` seconds at most), the event is inserted
-with its status and nothing is updated.
+event and, a little later, its first attempt (routed: the router's ``scheduled`` delivery
+record, then the attempt). Written as they come, the event is inserted ``pending`` and then
+updated to each record's status: on FerretDB a look-up and a rewrite of the head, a transaction
+of its own, for nearly every event. Kept back until its first attempt is read
+(``HOOKBAY_RECORDER_HOLD`` seconds at most), the event is inserted with its status and its
+delivery records, and nothing is updated.
 
     hold = EventHold(0.5)
     ready = hold.sort(reads, now)      # what to write now: in reads order, held events first
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hookbay_common.models import Attempt, Delivery, Event
+from hookbay_common.models import Attempt, Delivery, DeliveryStatus, Event
 
 MAX_HELD: Final = 2000
 """Events held at most; past it, the oldest are written without waiting (a forwarder that is
@@ -42,47 +43,58 @@ class Read:
 
 
 class EventHold:
-    """Holds deliverable events until a record of their delivery is read, ``hold_s`` seconds at
-    most (0: never). Not thread-safe; the recorder's loop owns it."""
+    """Holds deliverable events until a record settling them is read (an attempt, or a
+    delivery record past ``scheduled`` and ``delivering``), ``hold_s`` seconds at most (0:
+    never). The delivery records of a held event that settle nothing yet (the router's
+    ``scheduled``) are held with it and written with it. Not thread-safe; the recorder's loop
+    owns it."""
 
     def __init__(self, hold_s: float, *, limit: int = MAX_HELD) -> None:
         self._hold_s = hold_s
         self._limit = limit
-        self._held: dict[str, tuple[float, Read]] = {}
-        """Held events by id, oldest first, with the time each is due."""
+        self._held: dict[str, tuple[float, list[Read]]] = {}
+        """By event id, oldest first: when it is due, the event and its delivery records."""
         self._answered: dict[str, None] = {}
 
     def __len__(self) -> int:
         return len(self._held)
 
     def sort(self, reads: Sequence[Read], now: float) -> list[Read]:
-        """What to write now of ``reads`` and of the events held before: the held events whose
-        attempt came, whose time ran out or that exceed the limit, then ``reads`` without the
-        deliverable events to hold."""
+        """What to write now of ``reads`` and of what was held before: the held events that
+        are settled, due or past the limit (each with its held records), then ``reads``
+        without the deliverable events to hold and the delivery records held with them."""
         if self._hold_s <= 0 and not self._held:
             return list(reads)
         for read in reads:
-            if isinstance(read.item, Attempt | Delivery):
-                self._answer(read.item.event_id)
+            if (settled := _settled(read.item)) is not None:
+                self._answer(settled)
         ready: list[Read] = []
-        for event_id, (due, read) in list(self._held.items()):
-            if due <= now or event_id in self._answered or len(self._held) > self._limit:
+        for event_id, (due, held) in list(self._held.items()):
+            if due <= now or event_id in self._answered:
                 del self._held[event_id]
-                ready.append(read)
+                ready += held
+        rest: list[Read] = []
         for read in reads:
             item = read.item
-            if (
+            if isinstance(item, Event) and item.id in self._held:  # read again: kept with it
+                self._held[item.id][1].append(read)
+            elif (
                 isinstance(item, Event)
                 and self._hold_s > 0
                 and item.deliverable
                 and item.id not in self._answered
             ):
-                self._held.pop(item.id, None)  # the same event read again: the later copy
-                self._held[item.id] = (now + self._hold_s, read)
+                self._held[item.id] = (now + self._hold_s, [read])
+            else:
+                rest.append(read)
+        for read in rest:
+            item = read.item
+            if isinstance(item, Delivery) and item.event_id in self._held:  # not settling
+                self._held[item.event_id][1].append(read)
             else:
                 ready.append(read)
         while len(self._held) > self._limit:
-            ready.append(self._held.pop(next(iter(self._held)))[1])
+            ready += self._held.pop(next(iter(self._held)))[1]
         return ready
 
     def _answer(self, event_id: str) -> None:
@@ -100,13 +112,25 @@ class EventHold:
     def first_offsets(self) -> dict[tuple[str, int], int]:
         """The offset of the first record held, by (topic, partition)."""
         first: dict[tuple[str, int], int] = {}
-        for _, read in self._held.values():
-            key = (read.record.topic, read.record.partition)
-            first[key] = min(first.get(key, read.record.offset), read.record.offset)
+        for _, held in self._held.values():
+            for read in held:
+                key, offset = (read.record.topic, read.record.partition), read.record.offset
+                first[key] = min(first.get(key, offset), offset)
         return first
 
     def release(self) -> list[Read]:
-        """Every held event, oldest first; none held after."""
-        ready = [read for _, read in self._held.values()]
+        """Every held record, oldest event first; none held after."""
+        ready = [read for _, held in self._held.values() for read in held]
         self._held.clear()
         return ready
+
+
+def _settled(item: object) -> str | None:
+    """The id of the event ``item`` settles: an attempt's, or a delivery record's that is not
+    the router's or the lanes' promise (``None``: it settles none)."""
+    if isinstance(item, Attempt) or (isinstance(item, Delivery) and item.status not in _PROMISES):
+        return item.event_id
+    return None
+
+
+_PROMISES: Final = frozenset({DeliveryStatus.SCHEDULED, DeliveryStatus.DELIVERING})
