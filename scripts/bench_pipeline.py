@@ -58,6 +58,8 @@ from benchlib import (
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
+    add_settings_option,
+    apply_settings,
     bench_env,
     drop_database,
     free_port,
@@ -608,10 +610,7 @@ def main() -> int:
                         help="routes of each webhook instead of its forward URL (0: none)")  # fmt: skip
     parser.add_argument("--checkout", type=Path, default=ROOT, help="whose services to run")
     parser.add_argument("--label", default="", help="a note for the write-up (the commit)")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="HOOKBAY_NAME=VALUE",
-        help="a setting for the stack's services (repeatable): to set one value against another",
-    )  # fmt: skip
+    add_settings_option(parser)
     parser.add_argument("--warm-up", type=float, default=15.0, metavar="SECONDS",
                         help="load at the first rate before measuring, not counted (0: none)")  # fmt: skip
     parser.add_argument("--no-write", action="store_true")
@@ -619,11 +618,7 @@ def main() -> int:
     python = args.checkout.resolve() / ".venv" / "bin" / "python"
     rates = [float(r) for r in args.rates.split(",") if r]
     env = environment(python)
-    for setting in args.set:
-        name, _, value = setting.partition("=")
-        if not name.startswith("HOOKBAY_") or not _:
-            parser.error(f"--set {setting}: give HOOKBAY_NAME=VALUE")
-        env[name] = value
+    apply_settings(parser, args.set, env)
     drop_database(env)
     run_id = uuid.uuid4().hex[:6]
     owners = [f"pipe{run_id}{i}" for i in range(args.owners)]

@@ -3,7 +3,7 @@
 sustained request rate (target: p99 ≤ 1 s at 300 events/s). Writes its section of
 docs/benchmarks.md.
 
-    .venv/bin/python scripts/bench_visible.py [--rate 300] [--seconds 60] [--db NAME] [--no-write]
+    .venv/bin/python scripts/bench_visible.py [--rate 300] [--seconds 60] [--db NAME] [--set HOOKBAY_NAME=VALUE] [--no-write]
 
 Starts the product's own processes on 127.0.0.1 against the local Kafka and Mongo-wire server
 (``make infra-up``; ``HOOKBAY_INFRA_*`` as ``make run``): one ingest, one forwarder, one recorder,
@@ -41,6 +41,8 @@ from benchlib import (
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
+    add_settings_option,
+    apply_settings,
     bench_env,
     drop_database,
     free_port,
@@ -180,8 +182,10 @@ def main() -> int:
     parser.add_argument("--db", default="hookbay_bench_visible")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--drop", action="store_true", help="drop the database at the end")
+    add_settings_option(parser)
     args = parser.parse_args()
     env = environment(args.db)
+    apply_settings(parser, args.set, env)
     fresh = args.db == "hookbay_bench_visible"
     if fresh:
         drop_database(env)

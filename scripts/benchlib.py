@@ -4,6 +4,7 @@ is importable as ``benchlib``). Processes are started by the launcher shared wit
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import importlib.metadata
@@ -200,6 +201,26 @@ def bench_env(db: str, name: str) -> dict[str, str]:
         HOOKBAY_OPS_HOST=HOST,
     )
     return env
+
+
+def add_settings_option(parser: argparse.ArgumentParser) -> None:
+    """``--set HOOKBAY_NAME=VALUE`` (repeatable): a setting for the services a benchmark starts,
+    to measure one value against another; ``apply_settings`` puts them in its environment."""
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="HOOKBAY_NAME=VALUE",
+        help="a setting for the stack's services (repeatable): to set one value against another",
+    )  # fmt: skip
+
+
+def apply_settings(
+    parser: argparse.ArgumentParser, settings: list[str], env: dict[str, str]
+) -> None:
+    """Put the ``--set`` settings in ``env``; a malformed one ends the run with a usage error."""
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not name.startswith("HOOKBAY_") or not sep:
+            parser.error(f"--set {setting}: give HOOKBAY_NAME=VALUE")
+        env[name] = value
 
 
 def drop_database(env: dict[str, str]) -> None:

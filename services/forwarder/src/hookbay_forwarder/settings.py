@@ -18,9 +18,9 @@ class ForwarderSettings(Settings):
     one write for more events, and an event's attempt in the same write as the event. Off by
     default: it trades accepted → visible time for store work (docs/operators/configuration.md)."""
     recorder_hold: float = Field(default=0.5, ge=0, le=5)
-    """Seconds at most the recorder keeps a deliverable event back until its first attempt is
-    read, to store both in one write (the event with its status, not inserted then updated);
-    0: never (docs/operators/configuration.md)."""
+    """The recorder keeps a deliverable event back until its first attempt is read, at most
+    until this many seconds after ingest accepted it, to store both in one write (the event with
+    its status, not inserted then updated); 0: never (docs/operators/configuration.md)."""
     recorder_commit_interval: float = Field(default=1.0, gt=0, le=30)
     """Seconds between the recorder's commits while records keep coming: the page summaries
     (counts, the owner's newest events) are written once per commit, so they lag the events by

@@ -5,8 +5,9 @@ in ``test_app.py``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import pytest
 from aiokafka.structs import TopicPartition
@@ -18,10 +19,12 @@ from hookbay_forwarder.metrics import RecorderMetrics
 from hookbay_forwarder.pace import BATCH, EAGER, fetch_mode
 from hookbay_forwarder.recorder import consumer as consumer_module
 from hookbay_forwarder.recorder.consumer import RecorderLoop
-from hookbay_forwarder.recorder.hold import Read
+from hookbay_forwarder.recorder.hold import EventHold, Read
 from tests.support.factories import create_attempt, create_event
 
 A, B = TopicPartition("events", 0), TopicPartition("attempts", 3)
+ACCEPTED: Final = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+"""When the held events of these tests were accepted (``create_event(created_at=ACCEPTED)``)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def run_loop(
         cast(Any, consumer), cast(Any, written), linger=linger, commit_interval=commit_interval,
         hold=hold, clock=lambda: written.now, retry_delay=0.0,
     )  # fmt: skip
+    loop.hold = EventHold(hold, wall=lambda: ACCEPTED.timestamp())  # events accepted just now
     consumer.loop = loop
     return written, consumer, loop
 
@@ -164,7 +168,7 @@ class TestHeldEvents:
 
     async def test_an_event_is_written_with_its_attempt_and_committed_after(self) -> None:
         (event_at,), (attempt_at,) = records(A, 0), records(B, 7)
-        event = create_event()
+        event = create_event(created_at=ACCEPTED)
         written, consumer, loop = run_loop(
             [{A: [event_at]}, {B: [attempt_at]}], hold=60.0,
             items={event_at: event, attempt_at: create_attempt(event)},
@@ -176,18 +180,20 @@ class TestHeldEvents:
     async def test_a_held_event_is_written_when_its_time_runs_out(self) -> None:
         (event_at, other_at) = records(A, 0, 1)
         written, consumer, loop = run_loop(
-            [{A: [event_at]}, {A: [other_at]}, {}], hold=0.1, items={event_at: create_event()}
+            [{A: [event_at]}, {A: [other_at]}, {}],
+            hold=0.125,
+            items={event_at: create_event(created_at=ACCEPTED)},
         )
         await loop.run()
         # the other record's write moved the clock a second on: the event is due by then
         assert written.batches == [[other_at], [event_at]]
-        assert consumer.waits[:2] == [200, 100]  # the fetch waits no longer than the hold
+        assert consumer.waits[:2] == [200, 125]  # the fetch waits no longer than the hold
         assert consumer.commits[-1] == {A: 2}
 
     async def test_stopping_writes_what_is_held_then_commits(self) -> None:
         (event_at,) = records(A, 0)
         written, consumer, loop = run_loop(
-            [{A: [event_at]}], hold=60.0, items={event_at: create_event()}
+            [{A: [event_at]}], hold=60.0, items={event_at: create_event(created_at=ACCEPTED)}
         )
         await loop.run()
         assert written.batches == [[event_at]]

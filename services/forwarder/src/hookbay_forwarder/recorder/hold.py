@@ -4,9 +4,9 @@ The forwarder delivers an event milliseconds after ingest wrote it, and the reco
 event and, a little later, its first attempt (routed: the router's ``scheduled`` delivery
 record, then the attempt). Written as they come, the event is inserted ``pending`` and then
 updated to each record's status: on FerretDB a look-up and a rewrite of the head, a transaction
-of its own, for nearly every event. Kept back until its first attempt is read
-(``HOOKBAY_RECORDER_HOLD`` seconds at most), the event is inserted with its status and its
-delivery records, and nothing is updated.
+of its own, for nearly every event. Kept back until its first attempt is read (at most until
+``HOOKBAY_RECORDER_HOLD`` seconds after ingest accepted it), the event is inserted with its
+status and its delivery records, and nothing is updated.
 
     hold = EventHold(0.5)
     ready = hold.sort(reads, now)      # what to write now: in reads order, held events first
@@ -21,7 +21,8 @@ record, so a crash reads it again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -44,16 +45,21 @@ class Read:
 
 class EventHold:
     """Holds deliverable events until a record settling them is read (an attempt, or a
-    delivery record past ``scheduled`` and ``delivering``), ``hold_s`` seconds at most (0:
-    never). The delivery records of a held event that settle nothing yet (the router's
+    delivery record past ``scheduled`` and ``delivering``), until ``hold_s`` seconds after
+    ingest accepted them at most (``created_at`` against ``wall``; 0: never), so the hold never
+    takes an event past the time it must be listed by. The delivery records of a held event that settle nothing yet (the router's
     ``scheduled``) are held with it and written with it. Not thread-safe; the recorder's loop
     owns it."""
 
-    def __init__(self, hold_s: float, *, limit: int = MAX_HELD) -> None:
+    def __init__(
+        self, hold_s: float, *, limit: int = MAX_HELD, wall: Callable[[], float] = time.time
+    ) -> None:
         self._hold_s = hold_s
         self._limit = limit
+        self._wall = wall
         self._held: dict[str, tuple[float, list[Read]]] = {}
-        """By event id, oldest first: when it is due, the event and its delivery records."""
+        """By event id, in the order read: when it is due (the caller's clock), the event and
+        its delivery records."""
         self._answered: dict[str, None] = {}
 
     def __len__(self) -> int:
@@ -80,11 +86,11 @@ class EventHold:
                 self._held[item.id][1].append(read)
             elif (
                 isinstance(item, Event)
-                and self._hold_s > 0
                 and item.deliverable
                 and item.id not in self._answered
+                and (left := self._left(item)) > 0
             ):
-                self._held[item.id] = (now + self._hold_s, [read])
+                self._held[item.id] = (now + left, [read])
             else:
                 rest.append(read)
         for read in rest:
@@ -97,6 +103,12 @@ class EventHold:
             ready += self._held.pop(next(iter(self._held)))[1]
         return ready
 
+    def _left(self, event: Event) -> float:
+        """How much longer ``event`` may wait: until ``hold_s`` after it was accepted, never
+        more than ``hold_s`` from now (a clock behind ingest's)."""
+        accepted = event.created_at.timestamp()
+        return min(self._hold_s, accepted + self._hold_s - self._wall())
+
     def _answer(self, event_id: str) -> None:
         self._answered[event_id] = None
         if len(self._answered) > ANSWERED_KEPT:
@@ -106,8 +118,7 @@ class EventHold:
         """Seconds until the first held event is due (``None``: none held)."""
         if not self._held:
             return None
-        due, _ = next(iter(self._held.values()))  # held in the order they are due
-        return max(0.0, due - now)
+        return max(0.0, min(due for due, _ in self._held.values()) - now)
 
     def first_offsets(self) -> dict[tuple[str, int], int]:
         """The offset of the first record held, by (topic, partition)."""
