@@ -30,11 +30,12 @@ RECONNECT_INTERVAL: Final = 2.0
 """Seconds between attempts to reach Kafka (and, for the views, MongoDB) again."""
 SYNC_TIMEOUT: Final = 1.0
 """Longest ``sync``: past it the view answers with what it holds."""
-FETCH_WAIT_MS: Final = 200
-"""How long the broker may hold the follower's fetch while the log has nothing new. Some
-changes wait for it to run out before they are read (measured with ``scripts/bench_config.py``,
-2026-11-28: the deletions' p99 was 1.0 s at 1,000 ms and 0.20 s at 200 ms), so it bounds the
-propagation time; an idle follower asks five times a second for it."""
+FETCH_WAIT_MS: Final = 1000
+"""How long the broker may hold the follower's fetch while the log has nothing new: an idle
+follower asks once a second. A new record ends the wait at once, so it does not delay changes;
+``sync`` asks for the log's end on a connection of its own, because a broker answers a
+connection's requests in order and would hold that question behind the waiting fetch (measured:
+``sync`` took up to the whole wait, and so did every answer that a name is absent)."""
 
 
 class _Counter(Protocol):
@@ -66,6 +67,8 @@ class ChangeLog:
         self._box = box
         self._client_id = client_id
         self._consumer: AIOKafkaConsumer | None = None
+        self._offsets: AIOKafkaConsumer | None = None
+        """Asks for the log's end (``sync``) on its own connection; it fetches nothing."""
         self._start: dict[TopicPartition, int] = {}
         self._positions: dict[TopicPartition, int] = {}
         self._ends: asyncio.Task[dict[TopicPartition, int]] | None = None
@@ -81,15 +84,20 @@ class ChangeLog:
                 client_id=self._client_id, isolation_level="read_committed",
                 fetch_max_wait_ms=FETCH_WAIT_MS,
             )  # fmt: skip
+            offsets = AIOKafkaConsumer(
+                bootstrap_servers=self._bootstrap, enable_auto_commit=False,
+                client_id=f"{self._client_id}-ends", isolation_level="read_committed",
+            )  # fmt: skip
             try:
                 await ensure_topics(self._bootstrap, partitions=1, specs=[self._spec])
                 partitions = await topic_partitions(self._bootstrap, self._topic)
                 if not partitions:  # created a moment ago, not listed yet
                     raise KafkaError(f"topic {self._topic} has no partitions yet")
                 await consumer.start()
+                await offsets.start()
                 assigned = [TopicPartition(self._topic, p) for p in partitions]
                 consumer.assign(assigned)
-                self._start = dict(await consumer.end_offsets(assigned))
+                self._start = dict(await offsets.end_offsets(assigned))  # its connection made
                 for tp, offset in self._start.items():
                     consumer.seek(tp, offset)
                     self._positions[tp] = offset
@@ -99,9 +107,10 @@ class ChangeLog:
                     client_id=self._client_id, error=type(exc).__name__,
                 )  # fmt: skip
                 await consumer.stop()
+                await offsets.stop()
                 await asyncio.sleep(RECONNECT_INTERVAL)
                 continue
-            self._consumer = consumer
+            self._consumer, self._offsets = consumer, offsets
             self.at_end = True
             return
 
@@ -140,13 +149,13 @@ class ChangeLog:
         ``SYNC_TIMEOUT`` s (Kafka away, or not followed yet: the view answers with what it holds).
         Concurrent callers share one end-offset request (a caller arriving while one is in
         flight joins it: the window is that request's round trip)."""
-        consumer = self._consumer
-        if consumer is None:
+        offsets = self._offsets
+        if offsets is None:
             return
         with contextlib.suppress(TimeoutError, KafkaError):
             async with asyncio.timeout(SYNC_TIMEOUT):
                 if self._ends is None or self._ends.done():
-                    self._ends = asyncio.create_task(consumer.end_offsets(list(self._start)))
+                    self._ends = asyncio.create_task(offsets.end_offsets(list(self._start)))
                 ends = await asyncio.shield(self._ends)
                 while any(self._positions.get(tp, 0) < end for tp, end in ends.items()):
                     await self._advanced.wait()
@@ -154,3 +163,5 @@ class ChangeLog:
     async def stop(self) -> None:
         if self._consumer is not None:
             await self._consumer.stop()
+        if self._offsets is not None:
+            await self._offsets.stop()
