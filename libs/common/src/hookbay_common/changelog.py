@@ -97,7 +97,8 @@ class ChangeLog:
                 await offsets.start()
                 assigned = [TopicPartition(self._topic, p) for p in partitions]
                 consumer.assign(assigned)
-                self._start = dict(await offsets.end_offsets(assigned))  # its connection made
+                # asked on the ends connection: it is made now, not on the first sync
+                self._start = dict(await offsets.end_offsets(assigned))
                 for tp, offset in self._start.items():
                     consumer.seek(tp, offset)
                     self._positions[tp] = offset

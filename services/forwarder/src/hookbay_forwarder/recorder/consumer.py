@@ -16,10 +16,11 @@ the price of a later listing.
 
 While busy, the consumer fetches in batches (``FetchPace``): a batch then holds more records.
 
-A deliverable event is kept back until its first attempt (or delivery record) is read, for
-``hold`` seconds at most (``HOOKBAY_RECORDER_HOLD``, ``EventHold``): the two are then stored in
-one write, the event with its status, instead of an insert and an update. Offsets are committed
-up to the first record still held, never past it.
+A deliverable event is kept back until its first attempt (or a delivery record past
+``scheduled``) is read, at most until ``hold`` seconds after ingest accepted it
+(``HOOKBAY_RECORDER_HOLD``, ``EventHold``): the two are then stored in one write, the event with
+its status, instead of an insert and an update. Offsets are committed up to the first record
+still held, never past it; a stopping loop writes what it holds first.
 
 A fetch or commit that fails with a retriable Kafka error (the broker or the group coordinator
 away or moving) is logged and tried again; an uncommitted batch is simply read and written again.
