@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 
 import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from hookbay_common import changelog
 from hookbay_common.changelog import ChangeLog
@@ -19,20 +21,13 @@ from hookbay_common.topics import Topics
 from tests.support.factories import TEST_SECRET_KEY, unique_name
 
 
-class Counted:
-    def __init__(self) -> None:
-        self.value = 0.0
-
-    def inc(self) -> None:
-        self.value += 1
-
-    def set(self, value: float) -> None:
-        self.value = value
-
-
-class Metrics:
-    def __init__(self) -> None:
-        self.unreadable, self.lag = Counted(), Counted()
+def metrics() -> SimpleNamespace:
+    """What ``follow`` reports to, in a registry of the test's own."""
+    registry = CollectorRegistry()
+    return SimpleNamespace(
+        unreadable=Counter("unreadable", "records not read", registry=registry),
+        lag=Gauge("lag", "records not read yet", registry=registry),
+    )
 
 
 @pytest.fixture
@@ -68,7 +63,7 @@ class TestSync:
         seen: list[ConfigChange] = []
 
         async def follow() -> None:
-            async for change in log.follow(Metrics()):
+            async for change in log.follow(metrics()):
                 seen.append(change)
 
         following = asyncio.create_task(follow())

@@ -76,11 +76,9 @@ def fetch_in(consumer: Any, mode: Mode) -> bool:
     has no fetcher yet, or one without the two parameters (nothing is changed then; said once
     a process, as every consumer of the process has the same aiokafka)."""
     global _unavailable_said
-    fetcher = getattr(consumer, "_fetcher", None)
+    fetcher = _pacable_fetcher(consumer)
     if fetcher is None:
-        return False
-    if not all(hasattr(fetcher, name) for name in _ATTRIBUTES):
-        if not _unavailable_said:
+        if getattr(consumer, "_fetcher", None) is not None and not _unavailable_said:
             _unavailable_said = True
             log.warning("fetch_pace_unavailable", reason="the consumer's fetcher has no "
                         "fetch parameters to set; fetching with its own settings")  # fmt: skip
@@ -92,8 +90,16 @@ def fetch_in(consumer: Any, mode: Mode) -> bool:
 
 def fetch_mode(consumer: Any) -> Mode | None:
     """The mode a consumer fetches in (``None``: no fetcher yet, or one without them)."""
-    fetcher = getattr(consumer, "_fetcher", None)
-    if fetcher is None or not all(hasattr(fetcher, name) for name in _ATTRIBUTES):
+    fetcher = _pacable_fetcher(consumer)
+    if fetcher is None:
         return None
     min_bytes, max_wait_ms = (getattr(fetcher, name) for name in _ATTRIBUTES)
     return min_bytes, max_wait_ms
+
+
+def _pacable_fetcher(consumer: Any) -> Any:
+    """The consumer's fetcher when it has the two fetch parameters, else ``None``."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    if fetcher is None or not all(hasattr(fetcher, name) for name in _ATTRIBUTES):
+        return None
+    return fetcher

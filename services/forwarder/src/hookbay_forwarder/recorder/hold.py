@@ -47,9 +47,9 @@ class EventHold:
     """Holds deliverable events until a record settling them is read (an attempt, or a
     delivery record past ``scheduled`` and ``delivering``), until ``hold_s`` seconds after
     ingest accepted them at most (``created_at`` against ``wall``; 0: never), so the hold never
-    takes an event past the time it must be listed by. The delivery records of a held event that settle nothing yet (the router's
-    ``scheduled``) are held with it and written with it. Not thread-safe; the recorder's loop
-    owns it."""
+    takes an event past the time it must be listed by. The delivery records of a held event
+    that settle nothing yet (the router's ``scheduled``) are held with it and written with it.
+    Not thread-safe; the recorder's loop owns it."""
 
     def __init__(
         self, hold_s: float, *, limit: int = MAX_HELD, wall: Callable[[], float] = time.time
@@ -93,7 +93,7 @@ class EventHold:
                 self._held[item.id] = (now + left, [read])
             else:
                 rest.append(read)
-        for read in rest:
+        for read in rest:  # after the events: a delivery record may come before its event
             item = read.item
             if isinstance(item, Delivery) and item.event_id in self._held:  # not settling
                 self._held[item.event_id][1].append(read)
