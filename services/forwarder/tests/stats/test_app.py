@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from hookbay_common.kafka import topic_partitions
 from hookbay_forwarder.process import EXIT_CRASHED
 from hookbay_forwarder.settings import ForwarderSettings
 from hookbay_forwarder.stats import StatsProcessor
+from hookbay_forwarder.stats import app as stats_app
 
 
 class CrashedApp:
@@ -34,3 +38,42 @@ class TestCrashedApp:
             assert await processor.run() == EXIT_CRASHED
         assert processor.healthy()  # stopping: a restart is under way, not wedged
         await processor.stop()
+
+
+class StartedApp:
+    """What ``start`` does with faust's app: start it."""
+
+    async def start(self) -> None:
+        return None
+
+
+class TestStart:
+    async def test_a_facts_topic_not_listed_yet_is_asked_for_again(
+        self, fwd_settings: ForwarderSettings, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A topic just created may not be listed by the broker yet (its partitions are empty):
+        the processor asks again instead of making faust's topics with zero partitions."""
+        answers: list[list[int]] = [[]]
+
+        async def listed(bootstrap: str, topic: str) -> list[int]:
+            if answers:
+                return answers.pop()
+            return await topic_partitions(bootstrap, topic)
+
+        made: list[int] = []
+
+        def create_app(partitions: int) -> StartedApp:
+            made.append(partitions)
+            return StartedApp()
+
+        monkeypatch.setattr(stats_app, "topic_partitions", listed)
+        processor = StatsProcessor(fwd_settings)
+        monkeypatch.setattr(processor, "_create_app", create_app)
+        try:
+            async with asyncio.timeout(60):
+                await processor.start()
+        finally:
+            await processor.probe.close()
+            await processor.mongo.close()
+        assert not answers  # the empty answer was given
+        assert made == [fwd_settings.kafka_partitions]
