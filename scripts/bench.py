@@ -30,6 +30,8 @@ then accepted → visible at 300 events/s through the whole pipeline with the la
 still stored (``scripts/bench_visible.py``, its own section; without the store benchmark, on an
 empty database), then retention of half the data set (``bench_store.py --retention-only``).
 ``--store-events 10000,100000`` (or ``BENCH_STORE_EVENTS``) sizes it, ``0`` leaves it out.
+``--ingest-only --no-write [--checkout DIR]`` runs the ingest section alone and prints it (an
+A/B of two checkouts' ingest, run one after the other).
 
 The generated part of the doc sits between the ``bench:ingest`` markers; text outside them
 (notes, profiling) is kept. Every process started here is stopped in ``finally``.
@@ -58,6 +60,7 @@ from typing import Any
 from benchlib import (
     SEND_ERRORS,
     KeepAlivePool,
+    cpu_seconds,
     ferretdb_version,
     free_port,
     kafka_version,
@@ -241,10 +244,18 @@ def cli(env: dict[str, str], *args: str, exists_ok: bool = False) -> None:
 @dataclass
 class WrkResult:
     rps: float
+    requests: int
     p50_ms: float
     p99_ms: float
     non_2xx: int
     socket_errors: int
+    cpu_s: float = float("nan")
+    """The server process's CPU over the run (set by ``saturate``)."""
+
+    @property
+    def cpu_us(self) -> float:
+        """The server's CPU per request answered, in microseconds."""
+        return self.cpu_s / self.requests * 1e6 if self.requests else float("nan")
 
 
 def _ms(text: str) -> float:
@@ -266,6 +277,7 @@ def run_wrk(port: int, lua: Path, args: tuple[str, ...] = WRK_ARGS) -> WrkResult
     )
     out = res.stdout
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    total = re.search(r"^\s*(\d+) requests in", out, re.M)
     p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
     p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
@@ -274,6 +286,7 @@ def run_wrk(port: int, lua: Path, args: tuple[str, ...] = WRK_ARGS) -> WrkResult
         raise RuntimeError(f"cannot parse wrk output:\n{out}\n{res.stderr}")
     return WrkResult(
         rps=float(rps[1]),
+        requests=int(total[1]) if total else 0,
         p50_ms=_ms(p50[1]) if p50 else float("nan"),
         p99_ms=_ms(p99[1]) if p99 else float("nan"),
         non_2xx=int(non2xx[1]) if non2xx else 0,
@@ -281,9 +294,13 @@ def run_wrk(port: int, lua: Path, args: tuple[str, ...] = WRK_ARGS) -> WrkResult
     )
 
 
-def saturate(port: int, lua: Path) -> WrkResult:
+def saturate(port: int, lua: Path, pid: int) -> WrkResult:
+    """wrk against the server on ``port`` (process ``pid``) after a warm-up, with its CPU."""
     run_wrk(port, lua, WRK_WARMUP_ARGS)
-    return run_wrk(port, lua)
+    cpu_from = cpu_seconds(pid)
+    result = run_wrk(port, lua)
+    result.cpu_s = cpu_seconds(pid) - cpu_from
+    return result
 
 
 def fixed_rate(port: int, rate: int, env: dict[str, str]) -> LoadResult:
@@ -382,8 +399,9 @@ def render(
         "",
         "### Saturation (closed loop, wrk -t1 -c32 -d10s)",
         "",
-        "| Server | req/s | vs bare ASGI | p50 ms | p99 ms | non-2xx | socket errors |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| Server | req/s | vs bare ASGI | server CPU µs/request | p50 ms | p99 ms | non-2xx |"
+        " socket errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     labels = {
         "bare": "bare ASGI (ceiling)",
@@ -394,7 +412,8 @@ def render(
         w = sat[key]
         share = w.rps / bare * 100 if bare else float("nan")
         lines.append(
-            f"| {labels[key]} | {_f(w.rps, 0)} | {_f(share, 0)} % | {_f(w.p50_ms, 2)} | {_f(w.p99_ms, 2)} | "
+            f"| {labels[key]} | {_f(w.rps, 0)} | {_f(share, 0)} % | {_f(w.cpu_us, 0)} |"
+            f" {_f(w.p50_ms, 2)} | {_f(w.p99_ms, 2)} | "
             f"{w.non_2xx:,} | {w.socket_errors:,} |"
         )
     lines += [
@@ -445,7 +464,7 @@ def server(
     logs: Path,
     ready_url: str | None,
     port: int,
-) -> Iterator[None]:
+) -> Iterator[ServiceProcess]:
     log = logs / f"{name}.log"
     log.unlink(missing_ok=True)  # each run's log alone
     process = procs.launch(argv, env, log)
@@ -454,12 +473,15 @@ def server(
             process.wait_ready(ready_url)
         else:
             wait_port(port, process)
-        yield
+        yield process
     finally:
         procs.stop(process, grace=35.0)
 
 
-def run(store: list[str] | None) -> int:
+def run(
+    store: list[str] | None, *, ingest_only: bool = False, write: bool = True,
+    checkout: Path = ROOT,
+) -> int:  # fmt: skip
     if shutil.which("wrk") is None:
         print("bench: wrk not found (apt-get install -y wrk)", file=sys.stderr)
         return 2
@@ -495,9 +517,9 @@ def run(store: list[str] | None) -> int:
         port = free_port()
         bare_argv = [sys.executable, "-m", "uvicorn", "scripts.bench_apps:bare", *uvicorn_flags]
         bare_argv += ["--lifespan", "off", "--port", str(port)]
-        with server(procs, "bare", bare_argv, base_env, work, None, port):
+        with server(procs, "bare", bare_argv, base_env, work, None, port) as process:
             print("bench: bare ASGI saturation", flush=True)
-            sat["bare"] = saturate(port, lua)
+            sat["bare"] = saturate(port, lua, process.pid)
             print("bench: bare ASGI at 1,000 req/s (client floor)", flush=True)
             floor = fixed_rate(port, 1000, base_env)
 
@@ -510,28 +532,31 @@ def run(store: list[str] | None) -> int:
             *uvicorn_flags,
         ]
         fast_argv += ["--port", str(port)]
-        with server(procs, "fastapi", fast_argv, base_env, work, None, port):
+        with server(procs, "fastapi", fast_argv, base_env, work, None, port) as process:
             print("bench: FastAPI saturation", flush=True)
-            sat["fastapi"] = saturate(port, lua)
+            sat["fastapi"] = saturate(port, lua, process.pid)
 
         port = free_port()
         ingest_env = env | {"HOOKBAY_INGEST_PORT": str(port), "HOOKBAY_INGEST_HOST": HOST}
-        ingest_argv = [sys.executable, "-m", "hookbay_ingest"]
+        ingest_argv = [str(checkout.resolve() / ".venv" / "bin" / "python"), "-m", "hookbay_ingest"]
         with server(
             procs, "ingest", ingest_argv, ingest_env, work, f"http://{HOST}:{port}/readyz", port
-        ):
+        ) as process:
             for rate in RATES:
                 print(f"bench: ingest at {rate:,} req/s", flush=True)
                 fixed.append(fixed_rate(port, rate, base_env))
             print("bench: ingest saturation", flush=True)
-            sat["ingest"] = saturate(port, lua)
+            sat["ingest"] = saturate(port, lua, process.pid)
     finally:
         procs.stop_all()
 
     section = render(fixed, floor, sat, versions(), started, time.monotonic() - t0)
-    write_doc(section)
     print(section)
-    print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
+    if write:
+        write_doc(section)
+        print(f"bench: wrote {DOC.relative_to(ROOT)} (logs in {work})")
+    if ingest_only:
+        return 0
     status = run_script("bench_pipeline.py", [], timeout=3 * 3600)
     status = run_script("bench_verification.py", [], timeout=600) or status
     status = run_script("bench_transform.py", [], timeout=1200) or status
@@ -581,6 +606,16 @@ def main() -> None:
         help="stored-event counts for the event-store benchmark; 0 skips it"
         " (env BENCH_STORE_EVENTS; default 10000,100000,1000000)",
     )
+    parser.add_argument(
+        "--ingest-only", action="store_true", help="the ingest section alone, none of the others"
+    )
+    parser.add_argument(
+        "--no-write", action="store_true", help="print the ingest section, leave the doc alone"
+    )
+    parser.add_argument(
+        "--checkout", type=Path, default=ROOT,
+        help="whose ingest to run (another checkout's, by its own virtualenv); for A/B runs",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.load:
         load_main(args.load[0], args.load[1], WARMUP_S, DURATION_S)
@@ -589,7 +624,9 @@ def main() -> None:
     if args.store_events.strip() not in ("", "0"):
         # servers: its own HOOKBAY_BENCH_MONGO, inherited (default: `make infra-up`'s)
         store = ["--events", args.store_events]
-    sys.exit(run(store))
+    sys.exit(
+        run(store, ingest_only=args.ingest_only, write=not args.no_write, checkout=args.checkout)
+    )
 
 
 if __name__ == "__main__":

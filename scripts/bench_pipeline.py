@@ -55,6 +55,7 @@ from typing import Any
 
 import httpx
 from benchlib import (
+    CLOCK_TICK_S,
     HOST,
     SEND_ERRORS,
     KeepAlivePool,
@@ -96,7 +97,6 @@ POLL_S = 0.5
 MAX_CONNECTIONS = 512
 SEND_TIMEOUT_S = 30.0
 KEEPALIVE_S = 3.0
-CLOCK_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 SERVICES = ("ingest", "forwarder", "recorder", "stats", "dashboard-api")
 SERVERS = ("kafka", "ferretdb", "postgres", "redis")
 STORES = ("ferretdb", "postgres")

@@ -42,6 +42,7 @@ from benchlib import (
     SEND_ERRORS,
     KeepAlivePool,
     bench_env,
+    cpu_seconds,
     free_port,
     machine,
     make_body,
@@ -77,14 +78,6 @@ MAX_CONNECTIONS = 256
 REQUEST_TIMEOUT_S = 5.0
 KEEPALIVE_S = 3.0
 TARGET_RATIO = 1.05
-CLOCK_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of process ``pid`` (all its threads) so far."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_S  # utime, stime
 
 
 def signed_headers(scheme: str) -> str:

@@ -74,6 +74,16 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return status, body
 
 
+CLOCK_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of process ``pid`` (all its threads) so far."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_S  # utime, stime
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))

@@ -24,7 +24,7 @@ from hookbay_common import metrics
 from hookbay_common.errors import HookbayError
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook, load_plans
-from hookbay_common.process import Probes, mount_probes, report_loop_errors
+from hookbay_common.process import Probes, heap, mount_probes, report_loop_errors
 from hookbay_dashboard.accounts.routes import router as accounts_router
 from hookbay_dashboard.alerts.routes import router as alerts_router
 from hookbay_dashboard.auth.routes import router as auth_router
@@ -205,6 +205,7 @@ def create_app(settings: DashboardSettings, plans: PlanBook | None = None) -> Fa
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         report_loop_errors()
         await runtime.start()
+        heap.settle()
         try:
             yield
         finally:

@@ -16,7 +16,13 @@ import uvloop
 from pydantic import ValidationError
 
 from hookbay_common.logs import InvalidLogFormat, configure_logging
-from hookbay_common.process import create_ops_app, report_loop_errors, serving, stop_on_signals
+from hookbay_common.process import (
+    create_ops_app,
+    heap,
+    report_loop_errors,
+    serving,
+    stop_on_signals,
+)
 from hookbay_forwarder.process import Process
 from hookbay_forwarder.settings import ForwarderSettings
 
@@ -43,6 +49,7 @@ async def serve(make: Callable[[], Process], host: str, port: int) -> int:
         async with serving(ops_app, host, port):  # probes answer until the stop is complete
             try:
                 await process.start()
+                heap.settle()
                 return await process.run()
             finally:
                 await process.stop()

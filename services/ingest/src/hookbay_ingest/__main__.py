@@ -46,6 +46,9 @@ def main() -> None:
         loop="uvloop",
         http=protocol_for(settings, ingest.metrics),
         ws="none",
+        # the client's address is ingest's to decide (HOOKBAY_TRUSTED_PROXIES): uvicorn's own
+        # X-Forwarded-For handling would believe any loopback peer before ingest looks
+        proxy_headers=False,
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=30,

@@ -2,7 +2,7 @@
 metrics, and ``Ingest``, what its lifespan opens and closes.
 
 - ``/w/{username}/{webhook-name}``: the receive pipeline (``hookbay_ingest.receive``), reached
-  through the ASGI fast path (``hookbay_ingest.fastpath``), not through FastAPI's routing.
+  through the ASGI fast path (``hookbay_ingest.fastpath``) in front of FastAPI, not through it.
 - ``/healthz``, ``/readyz``, ``/metrics`` on FastAPI; its own 404 and 405 rendered in hookbay's
   JSON error shape (``hookbay_ingest.rendering``).
 - Start-up opens MongoDB, Redis and the Kafka producer inside the server's event loop and loads
@@ -26,7 +26,7 @@ from hookbay_common.db import UserRepository, WebhookRepository
 from hookbay_common.db import client as db_client
 from hookbay_common.logs import get_logger
 from hookbay_common.plans import PlanBook, load_plans
-from hookbay_common.process import Probes, mount_probes, report_loop_errors
+from hookbay_common.process import Probes, heap, mount_probes, report_loop_errors
 from hookbay_common.producer import ResilientProducer
 from hookbay_common.ratelimit import RateLimiter, RedisRateLimiter, create_rate_limiter
 from hookbay_common.secrets_box import SecretBox
@@ -95,13 +95,15 @@ class Ingest:
         return await self.pipeline.receive(request)
 
 
-def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastAPI:
+def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastPath:
+    """The ASGI app to serve: the receiving route on the fast path, the rest on FastAPI."""
     ingest = Ingest(settings, plans or load_plans(settings.plans_file))
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         report_loop_errors()
         await ingest.start()
+        heap.settle()
         try:
             yield
         finally:
@@ -128,8 +130,5 @@ def create_app(settings: IngestSettings, plans: PlanBook | None = None) -> FastA
         draining=lambda: ingest.draining,
         reported=reported,
     )
-    app.add_middleware(  # every method: the 405 is ours
-        FastPath, handler=ingest.receive, in_flight=ingest.metrics.in_flight
-    )
     mount_probes(app, probes, ingest.metrics.registry)
-    return app
+    return FastPath(app, ingest.receive, ingest.metrics.in_flight)  # every method: the 405 is ours
