@@ -1,15 +1,14 @@
 """The heap a process starts with, kept out of the cyclic garbage collector's work.
 
 A service's modules, settings, clients and caches are made at start-up and live until it stops,
-and most of its objects are theirs: about 100,000 tracked objects in ingest. CPython's cyclic
-collector walks every tracked object of the oldest generation on each full collection, so with
-its default thresholds ingest, saturated, spent about 56 ms per full collection, several times a
-minute, and about 9 % of its time collecting (docs/benchmarks.md, Ingest). Once started, a
-process calls ``settle`` to move what exists into the permanent generation (``gc.freeze``): a
-full collection then walks only what was made since. Reference counting frees almost everything
-a request or a batch makes the moment it is done, so the young generation is collected after
-``YOUNG_THRESHOLD`` allocations instead of 700: each collection walks the few objects then
-alive (the requests in flight), not fewer.
+and most of its objects are theirs (about 100,000 tracked objects in ingest). CPython's cyclic
+collector walks every tracked object of the oldest generation on each full collection: a
+saturated ingest spent about 56 ms per full pass, several times a minute
+(docs/decisions.md, "Operations"). Once started, a process calls ``settle`` to move what exists
+into the permanent generation (``gc.freeze``): a full collection then walks only what was made
+since. Reference counting frees almost everything a request or a batch makes the moment it is
+done, so the young generation is collected after ``YOUNG_THRESHOLD`` allocations instead of
+700: each collection still walks only the few objects then alive, and runs less often.
 """
 
 from __future__ import annotations
