@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 from typing import Any
@@ -21,6 +22,7 @@ from hookbay_common.kafka import (
     ensure_configured_topics,
     ensure_topics,
     ping,
+    topic_partitions,
 )
 from hookbay_common.models import Event
 from hookbay_common.settings import Settings
@@ -115,6 +117,28 @@ class TestEnsureTopics:
         # the test cluster has one broker: a factor of 2 is refused (INVALID_REPLICATION_FACTOR)
         with pytest.raises(KafkaError, match="error 38"):
             await ensure_configured_topics(settings)
+
+
+class TestTopicPartitions:
+    async def test_a_listed_topic_gives_its_partitions(self, kafka_bootstrap: str) -> None:
+        spec = TopicSpec(f"test.{unique_name()}")
+        await ensure_topics(kafka_bootstrap, partitions=3, specs=[spec])
+        listed: list[int] = []
+
+        async def all_three() -> bool:  # listed a moment after creation returns
+            with contextlib.suppress(KafkaError):
+                listed[:] = await topic_partitions(kafka_bootstrap, spec.name)
+            return bool(listed)
+
+        await until(all_three, timeout=10, what="the new topic listed")
+        assert listed == [0, 1, 2]
+
+    async def test_a_topic_not_listed_is_an_error_to_ask_again_on(
+        self, kafka_bootstrap: str
+    ) -> None:
+        """Never an empty list: a caller sizing something by it (faust's topics) would get 0."""
+        with pytest.raises(KafkaError, match="no partitions listed"):
+            await topic_partitions(kafka_bootstrap, f"test.{unique_name()}")
 
 
 class TestRoundTrip:

@@ -91,8 +91,6 @@ class ChangeLog:
             try:
                 await ensure_topics(self._bootstrap, partitions=1, specs=[self._spec])
                 partitions = await topic_partitions(self._bootstrap, self._topic)
-                if not partitions:  # created a moment ago, not listed yet
-                    raise KafkaError(f"topic {self._topic} has no partitions yet")
                 await consumer.start()
                 await offsets.start()
                 assigned = [TopicPartition(self._topic, p) for p in partitions]

@@ -117,16 +117,18 @@ async def ensure_topics(
 
 
 async def topic_partitions(bootstrap: str, topic: str) -> list[int]:
-    """The partition numbers of ``topic`` (empty while the broker does not list it yet)."""
+    """The partition numbers of ``topic``; ``KafkaError`` while the broker does not list any
+    (a topic created a moment ago may not be listed yet: ask again, as for a broker away)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="hookbay-admin")
     await admin.start()
     try:
         (described,) = await admin.describe_topics([topic])
     finally:
         await admin.close()
-    if described.get("error_code", 0) != 0:
-        return []
-    return sorted(p["partition"] for p in described.get("partitions", []))
+    partitions = [] if described.get("error_code", 0) else described.get("partitions", [])
+    if not partitions:
+        raise KafkaError(f"topic {topic} has no partitions listed yet")
+    return sorted(p["partition"] for p in partitions)
 
 
 async def ensure_configured_topics(settings: Settings) -> list[str]:

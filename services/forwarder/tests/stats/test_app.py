@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from aiokafka.errors import KafkaError
 
 from hookbay_common.kafka import topic_partitions
 from hookbay_forwarder.process import EXIT_CRASHED
@@ -51,13 +52,14 @@ class TestStart:
     async def test_a_facts_topic_not_listed_yet_is_asked_for_again(
         self, fwd_settings: ForwarderSettings, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A topic just created may not be listed by the broker yet (its partitions are empty):
-        the processor asks again instead of making faust's topics with zero partitions."""
-        answers: list[list[int]] = [[]]
+        """A topic just created may not be listed by the broker yet (``topic_partitions``
+        raises): the processor asks again instead of making faust's topics without partitions."""
+        unlisted = [True]
 
         async def listed(bootstrap: str, topic: str) -> list[int]:
-            if answers:
-                return answers.pop()
+            if unlisted:
+                unlisted.pop()
+                raise KafkaError(f"topic {topic} has no partitions listed yet")
             return await topic_partitions(bootstrap, topic)
 
         made: list[int] = []
@@ -75,5 +77,5 @@ class TestStart:
         finally:
             await processor.probe.close()
             await processor.mongo.close()
-        assert not answers  # the empty answer was given
+        assert not unlisted  # the first answer was "not listed yet"
         assert made == [fwd_settings.kafka_partitions]

@@ -103,10 +103,7 @@ class StatsProcessor:
 
         async def connect() -> int:
             await ensure_configured_topics(s)
-            partitions = await topic_partitions(s.kafka_bootstrap, self.topics.stats_facts)
-            if not partitions:  # created a moment ago, not listed yet: ask again
-                raise KafkaError(f"topic {self.topics.stats_facts} has no partitions yet")
-            return len(partitions)
+            return len(await topic_partitions(s.kafka_bootstrap, self.topics.stats_facts))
 
         await db_client.migrate(db_client.database(self.mongo))
         while not self._stopping.is_set():
