@@ -16,7 +16,6 @@ import uuid
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -27,6 +26,7 @@ from hookbay_dashboard.settings import DashboardSettings
 from hookbay_dev.http import async_client
 from tests.support.dashboard import Dashboard, Owner, serve_dashboard
 from tests.support.ingest import Probe, ingest_process
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,9 +73,9 @@ async def replicas(env: dict[str, str], settings: Settings) -> AsyncIterator[Rep
 
 @pytest.fixture(scope="module")
 async def dashboard(env: dict[str, str]) -> AsyncIterator[Dashboard]:
-    fields: dict[str, Any] = {key.removeprefix("HOOKBAY_").lower(): v for key, v in env.items()}
-    settings = DashboardSettings(
-        **fields,
+    settings = settings_of(
+        env,
+        DashboardSettings,
         cookie_secure=False,
         redis_key_prefix=f"hookbay:test:{uuid.uuid4().hex[:8]}:",
     )

@@ -29,6 +29,7 @@ from tests.support.kafka import Message, TopicReader
 from tests.support.net import free_port
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.receiver import Receiver, Reply
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 
 EVENT_COUNT = 2000
@@ -44,7 +45,7 @@ async def process_env(env: dict[str, str], **settings: str) -> dict[str, str]:
         "HOOKBAY_KAFKA_SESSION_TIMEOUT_MS": "6000",
         **settings,
     }
-    await ensure_configured_topics(settings_of(penv))
+    await ensure_configured_topics(settings_of(penv, ForwarderSettings))
     return penv
 
 
@@ -55,7 +56,7 @@ async def penv(env: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture
 def fs(penv: dict[str, str]) -> ForwarderSettings:
-    return settings_of(penv)
+    return settings_of(penv, ForwarderSettings)
 
 
 @pytest.fixture
@@ -64,12 +65,6 @@ async def attempts(fs: ForwarderSettings) -> AsyncIterator[TopicReader[Attempt]]
     await reader.start()
     yield reader
     await reader.stop()
-
-
-def settings_of(penv: dict[str, str]) -> ForwarderSettings:
-    """What the processes read from ``penv``."""
-    fields: dict[str, Any] = {key.removeprefix("HOOKBAY_").lower(): v for key, v in penv.items()}
-    return ForwarderSettings(**fields)
 
 
 async def produce(

@@ -36,6 +36,7 @@ from hookbay_forwarder.settings import ForwarderSettings
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook, unique_name
 from tests.support.forwarder import running
 from tests.support.ingest import Probe, ingest_process, raw_exchange
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 
 TCHAR = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -163,7 +164,7 @@ async def intake(env: dict[str, str], db: Database) -> AsyncIterator[Intake]:
         **env,
         "HOOKBAY_KAFKA_NAMESPACE": f"{env['HOOKBAY_KAFKA_NAMESPACE']}.{unique_name('h')}",
     }
-    fs = settings_of(penv)
+    fs = forwarder_settings(penv)
     await ensure_configured_topics(fs)
     probe = Probe(fs.kafka_bootstrap, fs.topics.events)
     await probe.start()
@@ -174,9 +175,8 @@ async def intake(env: dict[str, str], db: Database) -> AsyncIterator[Intake]:
         await probe.stop()
 
 
-def settings_of(penv: dict[str, str]) -> ForwarderSettings:
-    fields: dict[str, Any] = {key.removeprefix("HOOKBAY_").lower(): v for key, v in penv.items()}
-    return ForwarderSettings(**{**fields, "forwarder_metrics_port": 0, "forward_timeout": 5.0})
+def forwarder_settings(penv: dict[str, str]) -> ForwarderSettings:
+    return settings_of(penv, ForwarderSettings, forwarder_metrics_port=0, forward_timeout=5.0)
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +213,7 @@ class TestUndeliverableHeaders:
             (b"X-Service-Signature", f"sha256={digest}  ".encode()),
             (b"Content-Type", b"text/plain; charset=\xff"),
         ]
-        async with running(Forwarder(settings_of(intake.penv))):
+        async with running(Forwarder(forwarder_settings(intake.penv))):
             answer = await intake.post(path, headers, body)
             assert answer.status == 200, answer.body
             await until(lambda: bool(destination.at(url)), 30, what="the delivery")

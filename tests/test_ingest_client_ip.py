@@ -6,7 +6,6 @@ app trusts loopback peers by default."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +16,7 @@ from hookbay_common.secrets_box import SecretBox
 from hookbay_common.settings import Settings
 from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook, unique_name
 from tests.support.ingest import Probe, ingest_process
+from tests.support.settings import settings_of
 
 FORGED = "203.0.113.9"
 
@@ -27,8 +27,7 @@ async def namespace(env: dict[str, str]) -> AsyncIterator[tuple[dict[str, str], 
         **env,
         "HOOKBAY_KAFKA_NAMESPACE": f"{env['HOOKBAY_KAFKA_NAMESPACE']}.{unique_name('ip')}",
     }
-    fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
-    settings = Settings(**fields)
+    settings = settings_of(penv, Settings)
     await ensure_configured_topics(settings)
     probe = Probe(settings.kafka_bootstrap, settings.topics.events)
     await probe.start()

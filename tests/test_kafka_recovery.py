@@ -40,6 +40,7 @@ from tests.support.factories import TEST_SECRET_KEY, create_user, create_webhook
 from tests.support.load import Lines
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.receiver import Receiver
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 
 RATE = 50.0
@@ -100,8 +101,7 @@ async def intake(
         "HOOKBAY_KAFKA_SESSION_TIMEOUT_MS": "10000", "HOOKBAY_SHUTDOWN_GRACE": "2",
         "HOOKBAY_VIEW_REFRESH_INTERVAL": "0.5", **overrides,
     }  # fmt: skip
-    fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
-    settings = Settings(**fields)
+    settings = settings_of(penv, Settings)
     await ensure_configured_topics(settings)
     mongo = db_client.connect(mongo_url)
     db = db_client.database(mongo)

@@ -40,13 +40,13 @@ from tests.support.ingest import ingest_process
 from tests.support.kafka import partitions_of
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.receiver import Receiver, Reply
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 from tests.test_forwarder_process import (
     group_offsets,
     has,
     parse_metrics,
     process_env,
-    settings_of,
 )
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
@@ -63,7 +63,7 @@ async def penv(env: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture
 def fs(penv: dict[str, str]) -> ForwarderSettings:
-    return settings_of(penv)
+    return settings_of(penv, ForwarderSettings)
 
 
 @pytest.fixture
@@ -691,9 +691,8 @@ class TestThroughThePipeline:
             env, HOOKBAY_RETRY_SCHEDULE="0,1s,2s", HOOKBAY_RETRY_JITTER="0",
             HOOKBAY_FORWARD_TIMEOUT="10", HOOKBAY_STATS_FLUSH_INTERVAL="0.2",
         )  # fmt: skip
-        fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
-        dashboard_settings = DashboardSettings(
-            **fields,
+        dashboard_settings = settings_of(
+            penv, DashboardSettings,
             cookie_secure=False, redis_key_prefix=f"hookbay:test:{unique_name('s')}:",
         )  # fmt: skip
         urls = {
@@ -766,7 +765,7 @@ class TestThroughThePipeline:
                 await until(equal, 60, interval=0.3, what="the stats as sent")
             assert await observed() == expected
             # and nothing counted later: everything read and committed, written again since
-            await all_counted(settings_of(penv), stats_process)
+            await all_counted(settings_of(penv, ForwarderSettings), stats_process)
             assert await observed() == expected
         for name, count in {**deliveries, "retried": 4}.items():
             assert len(receiver.received(urls[name])) == count, name

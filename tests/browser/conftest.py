@@ -35,6 +35,7 @@ from hookbay_dev.http import async_client
 from tests.support.factories import unique_name
 from tests.support.processes import ServiceProcess, service_process
 from tests.support.receiver import Receiver
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 
 CHROMIUM = "/usr/lib/chromium/chromium"  # /usr/bin/chromium is a wrapper script
@@ -145,8 +146,7 @@ async def stack(
         "HOOKBAY_LOGIN_LIMIT_PER_ADDRESS": "10000", "HOOKBAY_LOGIN_LIMIT_PER_USER": "1000",
         "HOOKBAY_REPLAY_POLL_INTERVAL": "0.5",
     }  # fmt: skip
-    fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
-    settings = Settings(**fields)
+    settings = settings_of(penv, Settings)
     await ensure_configured_topics(settings)
     async with (
         service_process("recorder", penv, logs / "recorder.log"),

@@ -49,6 +49,7 @@ from tests.chaos.leaks import scan, scan_logs
 from tests.support.factories import create_event, unique_name
 from tests.support.net import free_port
 from tests.support.processes import ServiceProcess, service_process
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 
 PASSWORD = "fuzz-owner-password-31f8"
@@ -118,8 +119,7 @@ async def fuzz_stack(env: dict[str, str], db: Database, logs: Path) -> AsyncIter
         **env, **FUZZ_ENV, "HOOKBAY_PLANS_FILE": str(plans_file),
         "HOOKBAY_REDIS_KEY_PREFIX": f"hookbay:fuzz:{uuid.uuid4().hex[:8]}:",
     }  # fmt: skip
-    fields: dict[str, Any] = {k.removeprefix("HOOKBAY_").lower(): v for k, v in penv.items()}
-    settings = Settings(**fields)
+    settings = settings_of(penv, Settings)
     await ensure_configured_topics(settings)
     await db_client.migrate(db)
     plans = load_plans(plans_file)

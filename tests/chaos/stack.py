@@ -65,6 +65,7 @@ from tests.support.kafka import bodies_on_topic
 from tests.support.load import Lines
 from tests.support.net import free_port
 from tests.support.processes import ServiceProcess, service_process
+from tests.support.settings import settings_of
 from tests.support.waiting import until
 
 RUN_DIR = ROOT / ".cache" / "chaos-run"
@@ -188,10 +189,7 @@ class Stack:
             "HOOKBAY_MONGO_URL": f"{infra.mongo}/chaos_{name}_{tag}",
             "HOOKBAY_REDIS_URL": infra.redis, "HOOKBAY_KAFKA_NAMESPACE": f"chaos.{name}.{tag}",
         }  # fmt: skip
-        fields: dict[str, Any] = {
-            k.removeprefix("HOOKBAY_").lower(): v for k, v in self.env.items()
-        }
-        self.settings = Settings(**fields)
+        self.settings = settings_of(self.env, Settings)
         self.processes: dict[str, ServiceProcess] = {}
         self.targets: list[Target] = []
         self.routed: list[str] = []
