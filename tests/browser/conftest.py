@@ -22,7 +22,14 @@ from typing import Any
 import httpx
 import pytest
 from argon2 import PasswordHasher
-from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, async_playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    async_playwright,
+    expect,
+)
 
 from hookbay_common.db import Database, EventRepository, TokenRepository, UserRepository
 from hookbay_common.kafka import ensure_configured_topics
@@ -204,6 +211,13 @@ def _watch(session: Session) -> None:
     session.page.on("dialog", lambda dialog: session.problems.append(f"dialog: {dialog.message}"))
 
 
+ACTION_TIMEOUT_MS = 15_000
+"""How long an action or an assertion waits for the page: a save and the list's refetch go
+through the real API and store on a box the parallel tests share (Playwright's assertions
+otherwise give up after 5 s, its actions after 30)."""
+expect.set_options(timeout=ACTION_TIMEOUT_MS)
+
+
 @pytest.fixture
 async def session(browser: Browser, stack: Stack) -> AsyncIterator[Session]:
     context = await browser.new_context(
@@ -211,7 +225,7 @@ async def session(browser: Browser, stack: Stack) -> AsyncIterator[Session]:
         permissions=["clipboard-read", "clipboard-write"], reduced_motion="reduce",
     )  # fmt: skip
     page = await context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
     session = Session(context, page, stack.url)
     _watch(session)
     try:

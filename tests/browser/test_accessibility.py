@@ -17,7 +17,7 @@ from hookbay_common.alerts.issues import IssueTracker
 from hookbay_common.clock import utcnow
 from hookbay_common.db.issues import IssueRepository
 from hookbay_common.models import IssueType
-from tests.browser.conftest import PASSWORD, SCREENSHOTS, Owner, Stack
+from tests.browser.conftest import ACTION_TIMEOUT_MS, PASSWORD, SCREENSHOTS, Owner, Stack
 from tests.browser.test_stats import counts, seed_stats
 from tests.support.receiver import Reply
 
@@ -125,7 +125,7 @@ async def test_every_screen_has_no_serious_finding(
         reduced_motion="reduce",
     )  # fmt: skip
     page = await context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
     name = hook["name"]
     screens: list[tuple[str, str, str]] = [  # (screen, path, text that says it is drawn)
         ("login", "/login", "Sign in to hookbay"),
