@@ -325,7 +325,7 @@ def fixed_rate(port: int, rate: int, env: dict[str, str]) -> LoadResult:
 
 def versions() -> dict[str, str]:
     out = package_versions(
-        "uvicorn", "uvloop", "httptools", "fastapi", "starlette", "aiokafka", "pymongo"
+        "uvicorn", "uvloop", "httptools", "fastapi", "starlette", "confluent-kafka", "pymongo"
     )
     out["Kafka"] = kafka_version()
     out["FerretDB"] = ferretdb_version()
@@ -371,7 +371,8 @@ def render(
         "  no signing secret, plan `bench` (1,000,000/min, so the limiter never rejects);",
         "  in-process rate limiter (no `HOOKBAY_REDIS_URL`); `HOOKBAY_LOG_LEVEL=WARNING`.",
         "- Server: one uvicorn worker, `--loop uvloop --http httptools`, access log off; the ingest",
-        "  answers 200 only after Kafka acknowledges the event (acks=all, idempotent producer).",
+        "  answers 200 only after Kafka acknowledges the event (acks=all, idempotent producer",
+        "  over librdkafka, 1 ms linger).",
         f"- Fixed rate: open loop from a second Python process (uvloop, raw asyncio streams, keep-alive,"
         f" up to {MAX_CONNECTIONS} connections), {WARMUP_S:.0f} s warm-up then {DURATION_S:.0f} s measured;"
         " latency is from each request's *scheduled* send time to the end of its response, so client or"

@@ -33,6 +33,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from aiokafka.errors import (
@@ -48,6 +49,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from hookbay_common.kafka import create_producer, ping
 from hookbay_common.logs import get_logger
 from hookbay_common.metrics import name as metric_name
+from hookbay_common.rdkafka import RdkafkaFatal, RdkafkaProducer
 from hookbay_common.settings import Settings
 
 log = get_logger("hookbay.producer")
@@ -57,6 +59,7 @@ FATAL_SEND_ERRORS: tuple[type[KafkaError], ...] = (
     UnknownProducerId,
     InvalidProducerEpoch,
     ProducerFenced,
+    RdkafkaFatal,
 )
 """Errors after which this producer will never send again: it is replaced."""
 
@@ -185,14 +188,25 @@ class ResilientProducer:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, name: str, registry: CollectorRegistry | None = None
-    ) -> ResilientProducer:
-        """The producer of a hookbay process: its bootstrap servers and reset thresholds."""
+        cls, settings: Settings, *, name: str, registry: CollectorRegistry | None = None,
+        librdkafka: bool = False, delivery_timeout: float = 10.0,
+    ) -> ResilientProducer:  # fmt: skip
+        """The producer of a hookbay process: its bootstrap servers and reset thresholds; with
+        ``librdkafka``, over librdkafka (``hookbay_common.rdkafka``), giving up on a message
+        ``delivery_timeout`` seconds after it was sent."""
         policy = ProducerPolicy(
             reset_after=settings.producer_reset_after,
             wedged_after=settings.producer_wedged_after,
         )
-        return cls(settings.kafka_bootstrap, name=name, policy=policy, registry=registry)
+        factory: ProducerFactory | None = None
+        if librdkafka:
+            bootstrap = settings.kafka_bootstrap
+            factory = partial(
+                RdkafkaProducer, bootstrap, client_id=name, delivery_timeout=delivery_timeout
+            )
+        return cls(
+            settings.kafka_bootstrap, name=name, policy=policy, registry=registry, factory=factory
+        )
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -460,7 +474,10 @@ class ResilientProducer:
 
 def _sender_died(producer: InnerProducer) -> bool:
     """aiokafka's sender task ended (it raises out on ``OutOfOrderSequenceNumber`` and
-    ``ProducerFenced``): the producer will not send again."""
+    ``ProducerFenced``), or librdkafka reported a fatal error: the producer will not send
+    again."""
+    if isinstance(producer, RdkafkaProducer):
+        return producer.fatal is not None
     task = _sender_task(producer)
     return task is not None and task.done()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -38,6 +38,8 @@ from hookbay_ingest.settings import IngestSettings
 from hookbay_ingest.view import ConfigView
 
 log = get_logger("hookbay.ingest")
+DELIVERY_SHARE: Final = 0.9
+"""Of ``produce_timeout``: when librdkafka gives up on an event it could not deliver."""
 
 
 class Ingest:
@@ -50,8 +52,14 @@ class Ingest:
         self.draining = False
         """Set on SIGTERM with a drain delay: still serving, no longer ready."""
         self.metrics = IngestMetrics()
+        # librdkafka gives up on an event before the request's deadline, so an event answered
+        # 503 is not written afterwards (docs/decisions.md, "Ingest produces through librdkafka")
         self.producer = ResilientProducer.from_settings(
-            settings, name="hookbay-ingest", registry=self.metrics.registry
+            settings,
+            name="hookbay-ingest",
+            registry=self.metrics.registry,
+            librdkafka=True,
+            delivery_timeout=settings.produce_timeout * DELIVERY_SHARE,
         )
 
     @property
