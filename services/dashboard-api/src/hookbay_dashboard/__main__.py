@@ -40,6 +40,10 @@ def main() -> None:
         log_config=None,
         timeout_graceful_shutdown=10,
         timeout_keep_alive=int(settings.keepalive_timeout),
+        # a request's address (the login limiter's key) from X-Forwarded-For only when the peer
+        # is one of HOOKBAY_TRUSTED_PROXIES; uvicorn's default believes any loopback peer
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=[str(network) for network in settings.trusted_proxies],
     )
 
 
