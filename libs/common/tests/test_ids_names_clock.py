@@ -4,6 +4,7 @@ import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from ulid import ULID
 
 from hookbay_common.clock import epoch_ms, from_epoch_ms, isoformat, utcnow
 from hookbay_common.errors import InvalidRequest
@@ -37,6 +38,21 @@ class TestIds:
             if second[4:14] > first[4:14]:
                 break
         assert second > first
+
+    def test_the_suffix_is_a_ulid_of_the_time_it_was_made(self) -> None:
+        """python-ulid, the reference, reads the suffix back: its millisecond is the one the id
+        was made in, and its randomness differs from id to id (the time's digits are reused
+        within a millisecond, never the random ones)."""
+        randoms = set()
+        for _ in range(2000):
+            before = time.time_ns() // 1_000_000
+            suffix = new_id(IdPrefix.EVENT)[4:]
+            after = time.time_ns() // 1_000_000
+            parsed = ULID.from_str(suffix.upper())
+            assert before <= parsed.milliseconds <= after
+            assert str(parsed).lower() == suffix
+            randoms.add(parsed.bytes[6:])
+        assert len(randoms) == 2000
 
     def test_has_prefix_rejects_others(self) -> None:
         assert not has_prefix(new_id(IdPrefix.REQUEST), IdPrefix.EVENT)

@@ -13,10 +13,12 @@ How it meets ``ResilientProducer``'s contract (``hookbay_common.producer``):
   ``KafkaError``. librdkafka reports deliveries to whoever calls ``poll``: a thread of this
   producer polls, gathers what one poll served, and hands it to the event loop in one
   ``call_soon_threadsafe``.
-- librdkafka gives up on a message ``delivery_timeout`` seconds after ``send`` (``ERR__MSG_TIMED_OUT``,
-  retriable): ingest passes its own answer deadline, so a request answered 503 is not written
-  afterwards by a producer still retrying it (it may have been written just before: at least
-  once, as any producer).
+- librdkafka stops trying a message ``delivery_timeout`` seconds after ``send``
+  (``ERR__MSG_TIMED_OUT``, retriable): ingest passes 90 % of its answer deadline, so a request
+  answered 503 is not sent afterwards by a producer still retrying it. One already sent when the
+  broker answers late may still be written after its 503 (at least once, as with any producer).
+- After the broker went away, librdkafka tries to reconnect at least once a second
+  (``RECONNECT_MAX_MS``), so the first events after its return are not kept waiting.
 - An error librdkafka calls fatal (the idempotent producer lost its sequence or epoch) fails the
   send with ``RdkafkaFatal``, one of ``FATAL_SEND_ERRORS``: ``ResilientProducer`` replaces the
   producer. ``fatal`` says so for a fatal error reported outside any send.
@@ -51,6 +53,9 @@ log = get_logger("hookbay.producer")
 LINGER_MS: Final = 1
 """How long librdkafka waits for more messages to send in one request: 1 ms took the CPU per
 message from 24-31 µs (0 ms) to 7.5-9.6 µs, 32 senders awaiting acks=all (docs/benchmarks.md)."""
+RECONNECT_MAX_MS: Final = 1000
+"""librdkafka's longest wait between two connection attempts (its default, 10 s, kept ingest
+answering 503 for 4.65 s after the broker of the chaos suite's ``kafka-restart`` was back)."""
 POLL_S: Final = 0.2
 """The poll thread's longest wait; it returns at once when a delivery is reported."""
 FLUSH_S: Final = 10.0
@@ -128,6 +133,7 @@ class RdkafkaProducer:
             "partitioner": "murmur2_random",
             "message.max.bytes": MAX_MESSAGE_BYTES,
             "message.timeout.ms": max(1, int(delivery_timeout * 1000)),
+            "reconnect.backoff.max.ms": RECONNECT_MAX_MS,
             "error_cb": self._error,
             "logger": _LogLines(),
         }

@@ -52,8 +52,8 @@ class Ingest:
         self.draining = False
         """Set on SIGTERM with a drain delay: still serving, no longer ready."""
         self.metrics = IngestMetrics()
-        # librdkafka gives up on an event before the request's deadline, so an event answered
-        # 503 is not written afterwards (docs/decisions.md, "Ingest produces through librdkafka")
+        # librdkafka stops trying an event before the request's deadline, so an event answered
+        # 503 is not sent afterwards (docs/decisions.md, "Ingest produces through librdkafka")
         self.producer = ResilientProducer.from_settings(
             settings,
             name="hookbay-ingest",
