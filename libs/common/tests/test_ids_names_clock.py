@@ -41,8 +41,7 @@ class TestIds:
 
     def test_the_suffix_is_a_ulid_of_the_time_it_was_made(self) -> None:
         """python-ulid, the reference, reads the suffix back: its millisecond is the one the id
-        was made in, and its randomness differs from id to id (the time's digits are reused
-        within a millisecond, never the random ones)."""
+        was made in, and its randomness differs from id to id."""
         randoms = set()
         for _ in range(2000):
             before = time.time_ns() // 1_000_000
@@ -53,6 +52,14 @@ class TestIds:
             assert str(parsed).lower() == suffix
             randoms.add(parsed.bytes[6:])
         assert len(randoms) == 2000
+
+    def test_ids_sort_in_the_order_they_were_made_even_within_a_millisecond(self) -> None:
+        """As python-ulid's ``ULID()``: an attempt made right after another one sorts after it
+        (the latest attempt decides an event's status)."""
+        made = [new_id(IdPrefix.ATTEMPT) for _ in range(5000)]
+        assert made == sorted(made)
+        assert len(set(made)) == len(made)
+        assert len({m[4:14] for m in made}) < len(made)  # many shared a millisecond
 
     def test_has_prefix_rejects_others(self) -> None:
         assert not has_prefix(new_id(IdPrefix.REQUEST), IdPrefix.EVENT)

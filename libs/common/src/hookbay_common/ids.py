@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from enum import StrEnum
 from typing import Final
@@ -36,23 +37,30 @@ def new_id(prefix: IdPrefix) -> str:
 
 
 def _ulid() -> str:
-    """A ULID (48 bits of Unix milliseconds, 80 random bits from the OS) in lower-case Crockford
-    base 32, as python-ulid writes it, ten bits at a time, the time's ten digits written once a
-    millisecond: a fraction of the CPU of ``str(ULID()).lower()`` (two ids a received request;
-    docs/decisions.md)."""
-    global _time_digits
+    """A ULID (48 bits of Unix milliseconds, 80 bits of randomness from the OS) in lower-case
+    Crockford base 32, as python-ulid's ``ULID()`` makes it: within one millisecond, the last
+    id's randomness plus one, so a process's ids sort in the order it made them. Written ten
+    bits at a time, the time's ten digits once a millisecond: a fraction of the CPU of
+    ``str(ULID()).lower()`` (two ids a received request; docs/decisions.md)."""
+    global _last
     ms = time.time_ns() // 1_000_000
-    known, digits = _time_digits  # one reference: consistent across threads
-    if ms != known:  # 50 bits (two leading zeros): five pairs
-        digits = "".join([_PAIRS[(ms >> shift) & 1023] for shift in (40, 30, 20, 10, 0)])
-        _time_digits = (ms, digits)
-    rand = int.from_bytes(os.urandom(10))
+    with _lock:
+        known, digits, rand = _last
+        if ms == known and rand < _RANDOM_MAX:
+            rand += 1
+        else:
+            if ms != known:  # 50 bits (two leading zeros): five pairs
+                digits = "".join([_PAIRS[(ms >> shift) & 1023] for shift in (40, 30, 20, 10, 0)])
+            rand = int.from_bytes(os.urandom(10))
+        _last = (ms, digits, rand)
     return digits + "".join([_PAIRS[(rand >> shift) & 1023] for shift in _RANDOM_SHIFTS])
 
 
 _RANDOM_SHIFTS: Final = (70, 60, 50, 40, 30, 20, 10, 0)
-_time_digits: tuple[int, str] = (-1, "")
-"""The last millisecond an id was made in, and its ten digits."""
+_RANDOM_MAX: Final = (1 << 80) - 1
+_lock = threading.Lock()
+_last: tuple[int, str, int] = (-1, "", 0)
+"""The millisecond of the last id, its ten time digits and its randomness."""
 
 
 def has_prefix(value: str, prefix: IdPrefix) -> bool:
