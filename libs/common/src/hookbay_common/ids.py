@@ -49,13 +49,15 @@ def _ulid() -> str:
         if ms == known and rand < _RANDOM_MAX:
             rand += 1
         else:
-            if ms != known:  # 50 bits (two leading zeros): five pairs
-                digits = "".join([_PAIRS[(ms >> shift) & 1023] for shift in (40, 30, 20, 10, 0)])
+            if ms != known:
+                digits = "".join([_PAIRS[(ms >> shift) & 1023] for shift in _TIME_SHIFTS])
             rand = int.from_bytes(os.urandom(10))
         _last = (ms, digits, rand)
     return digits + "".join([_PAIRS[(rand >> shift) & 1023] for shift in _RANDOM_SHIFTS])
 
 
+_TIME_SHIFTS: Final = (40, 30, 20, 10, 0)
+"""The time's 48 bits as 50 (two leading zeros): five pairs of digits."""
 _RANDOM_SHIFTS: Final = (70, 60, 50, 40, 30, 20, 10, 0)
 _RANDOM_MAX: Final = (1 << 80) - 1
 _lock = threading.Lock()

@@ -200,10 +200,10 @@ class ResilientProducer:
         )
         factory: ProducerFactory | None = None
         if librdkafka:
-            bootstrap = settings.kafka_bootstrap
             factory = partial(
-                RdkafkaProducer, bootstrap, client_id=name, delivery_timeout=delivery_timeout
-            )
+                RdkafkaProducer, settings.kafka_bootstrap, client_id=name,
+                delivery_timeout=delivery_timeout,
+            )  # fmt: skip
         return cls(
             settings.kafka_bootstrap, name=name, policy=policy, registry=registry, factory=factory
         )

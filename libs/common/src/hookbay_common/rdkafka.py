@@ -70,23 +70,26 @@ PERMANENT: Final = frozenset({
 network away; a message timed out)."""
 
 
-class RdkafkaSendError(KafkaError):  # type: ignore[misc]
-    """A message librdkafka did not deliver, with librdkafka's error name; ``retriable`` unless
-    the error is one of ``PERMANENT``."""
+class _RdkafkaError(KafkaError):  # type: ignore[misc]
+    """librdkafka's ``error`` as a ``KafkaError``: its name and text, and its ``code``."""
 
     def __init__(self, error: RdError) -> None:
         super().__init__(f"{error.name()}: {error.str()}")
         self.code = error.code()
+
+
+class RdkafkaSendError(_RdkafkaError):
+    """A message librdkafka did not deliver; ``retriable`` unless the error is one of
+    ``PERMANENT``."""
+
+    def __init__(self, error: RdError) -> None:
+        super().__init__(error)
         self.retriable = self.code not in PERMANENT
 
 
-class RdkafkaFatal(KafkaError):  # type: ignore[misc]
+class RdkafkaFatal(_RdkafkaError):
     """librdkafka's fatal error: this producer never sends again (``ResilientProducer`` replaces
     it, which makes it retriable there)."""
-
-    def __init__(self, error: RdError) -> None:
-        super().__init__(f"{error.name()}: {error.str()}")
-        self.code = error.code()
 
 
 def send_error(error: RdError) -> KafkaError:
@@ -117,10 +120,8 @@ class RdkafkaProducer:
     the module docstring. One event loop: the one ``start`` runs in."""
 
     def __init__(
-        self, bootstrap: str, *, client_id: str = "hookbay", delivery_timeout: float = 10.0,
-        linger_ms: int = LINGER_MS,
-    ) -> None:  # fmt: skip
-        self.bootstrap = bootstrap
+        self, bootstrap: str, *, client_id: str = "hookbay", delivery_timeout: float = 10.0
+    ) -> None:
         self.client = AIOKafkaClient(bootstrap_servers=bootstrap, client_id=f"{client_id}-probe")
         self.fatal: KafkaError | None = None
         """Set when librdkafka reported a fatal error: the producer will not send again."""
@@ -129,7 +130,7 @@ class RdkafkaProducer:
             "client.id": client_id,
             "acks": "all",
             "enable.idempotence": True,
-            "linger.ms": linger_ms,
+            "linger.ms": LINGER_MS,
             "partitioner": "murmur2_random",
             "message.max.bytes": MAX_MESSAGE_BYTES,
             "message.timeout.ms": max(1, int(delivery_timeout * 1000)),
