@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from pydantic import SecretStr
@@ -1064,6 +1064,50 @@ class TestTalliedSummaries:
         await events.upsert_many(made[PAGE_SIZE + heal_at : PAGE_SIZE + heal_at + 1])
         pages = await self._agrees_with_a_recount(db, events, webhook_id)
         assert [(d["page"], d["total"]) for d in pages] == [(0, PAGE_SIZE), (1, heal_at + 1)]
+
+    async def test_a_summary_it_wrote_is_not_read_again(self, db: Database) -> None:
+        """The recorder adds a batch's tally to the page summary it wrote last without reading
+        it back: one write, not a read and a write."""
+        events = EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [create_event(webhook_id=webhook_id) for _ in range(10)]
+        await events.upsert_many(made[:5])
+        reads = _CountedReads(events._pages)
+        events._pages = cast(Any, reads)
+        await events.upsert_many(made[5:])
+        await events.apply_attempts([create_attempt(e, status_code=200) for e in made[:3]])
+        assert reads.finds == 0
+        (page,) = await self._agrees_with_a_recount(db, events, webhook_id)
+        assert (page["total"], page["success"], page["pending"]) == (10, 3, 7)
+
+    async def test_a_summary_changed_by_another_writer_is_read_again(self, db: Database) -> None:
+        """A page summary another recorder changed since this one wrote it (partitions handed
+        over and back, retention's recount) is read again before this one adds to it, so
+        neither writer's counts are lost."""
+        first, second = EventRepository(db), EventRepository(db)
+        webhook_id = new_id(IdPrefix.WEBHOOK)
+        made = [create_event(webhook_id=webhook_id) for _ in range(10)]
+        await first.upsert_many(made)
+        await second.apply_attempts([create_attempt(e, status_code=200) for e in made[:4]])
+        await first.apply_attempts([create_attempt(e, status_code=400) for e in made[4:7]])
+        (page,) = await self._agrees_with_a_recount(db, first, webhook_id)
+        assert (page["success"], page["failed"], page["pending"]) == (4, 3, 3)
+
+
+class _CountedReads:
+    """A collection that counts its ``find_one`` calls and passes everything on to the real
+    one."""
+
+    def __init__(self, collection: Any) -> None:
+        self._collection = collection
+        self.finds = 0
+
+    async def find_one(self, *args: Any, **kwargs: Any) -> Any:
+        self.finds += 1
+        return await self._collection.find_one(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
 
 
 async def _all_heads(events: EventRepository, hooks: list[str]) -> list[Any]:

@@ -9,7 +9,12 @@ from typing import Any, Final
 
 from hookbay_common.clock import epoch_ms, from_epoch_ms
 from hookbay_common.db.documents import gather_limited
-from hookbay_common.db.events.caches import BOOK_START_CACHE, RECENT_CACHE, _keep
+from hookbay_common.db.events.caches import (
+    BOOK_START_CACHE,
+    RECENT_CACHE,
+    SUMMARY_CACHE,
+    _keep,
+)
 from hookbay_common.db.events.layout import (
     _STATUSES,
     PAGE_SIZE,
@@ -22,6 +27,9 @@ from hookbay_common.db.events.summaries import PageSummary, PendingSummaries, _s
 BOOK_PAGES: Final = 100
 """Pages per book: an ``event_books`` document holds the counts of 100 pages (10,000 events), so
 counting a webhook of a million events reads 100 small documents, not 10,000 page summaries."""
+_GUARD: Final = ("total", "rejected", "minutes", *(s.value for s in _STATUSES))
+"""The fields of a remembered page summary its next write is conditional on: all its counts
+(its time bounds follow from the minutes)."""
 
 
 def book_of(page: int) -> int:
@@ -107,16 +115,28 @@ class PageBooks(EventPages):
 
     async def _add(self, webhook_id: str, page: int, tally: _Tally) -> bool:
         """Add ``tally`` to the page's stored summary; False when there is none, or the sum
-        does not add up (then the page is recounted)."""
+        does not add up (then the page is recounted). The summary this repository wrote last
+        is not read again (``SUMMARY_CACHE``): the write is then conditional on its counts
+        (an equality FerretDB checks on the one document its ``_id`` finds), so a summary
+        another writer changed meanwhile (a recorder taking over, retention's recount) is read
+        and added to again."""
         key = page_id(webhook_id, page)
-        doc = await self._pages.find_one({"_id": key})
-        if doc is None or "minutes" not in doc:  # a new page, or one summarised before minutes
-            return False
-        total = _Tally.of_summary(doc).plus(tally)
-        if not total.valid:
-            return False
-        await self._write_summary(key, total.summary(webhook_id, doc["username"], page))
-        return True
+        doc = self._summaries.pop(key, None)
+        while True:
+            remembered = doc is not None
+            if doc is None:
+                doc = await self._pages.find_one({"_id": key})
+            if doc is None or "minutes" not in doc:  # a new page, or one summarised before minutes
+                return False
+            total = _Tally.of_summary(doc).plus(tally)
+            if not total.valid:
+                return False
+            guard = {k: doc[k] for k in _GUARD} if remembered else None
+            if await self._write_summary(
+                key, total.summary(webhook_id, doc["username"], page), guard
+            ):
+                return True
+            doc = None  # changed meanwhile: read it
 
     async def _recount(self, webhook_id: str, page: int) -> None:
         docs = [
@@ -129,6 +149,7 @@ class PageBooks(EventPages):
         key = page_id(webhook_id, page)
         book = {"_id": book_id(webhook_id, page // BOOK_PAGES)}
         if not docs:
+            self._summaries.pop(key, None)
             await self._pages.delete_one({"_id": key})
             await self._books.update_one(book, {"$unset": {f"pages.{page}": ""}})
             return
@@ -138,12 +159,21 @@ class PageBooks(EventPages):
             counted.rejected += doc.get("rejected_reason") is not None
         await self._write_summary(key, counted.summary(webhook_id, docs[0]["username"], page))
 
-    async def _write_summary(self, key: str, summary: dict[str, Any]) -> None:
-        await self._pages.replace_one({"_id": key}, summary, upsert=True)
+    async def _write_summary(
+        self, key: str, summary: dict[str, Any], guard: dict[str, Any] | None = None
+    ) -> bool:
+        """Write a page's summary, then its book entry; with ``guard``, only if the stored
+        summary still has those fields (False, nothing written, when it has not)."""
+        if guard is None:
+            await self._pages.replace_one({"_id": key}, summary, upsert=True)
+        elif not (await self._pages.replace_one({"_id": key, **guard}, summary)).matched_count:
+            return False
+        _keep(self._summaries, key, {"_id": key, **summary}, SUMMARY_CACHE)
         book = {"_id": book_id(summary["webhook_id"], summary["page"] // BOOK_PAGES)}
         await self._books.update_one(
             book, {"$set": _book_entry(summary)}, upsert=True
         )  # after the page: a book never counts what its page does not
+        return True
 
     async def summaries(
         self, *, webhook_id: str | None = None, username: str | None = None

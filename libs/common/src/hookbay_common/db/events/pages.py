@@ -29,6 +29,8 @@ class EventPages:
         """Positions reserved per webhook and not used yet: [next, end)."""
         self._heads: OrderedDict[str, dict[str, Any]] = OrderedDict()
         """Event heads as this repository last wrote them (``_deliver``'s projection)."""
+        self._summaries: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        """Page summaries as this repository last wrote them, by page id."""
 
     def forget_writes(self) -> None:
         """Forget what this repository's own writes taught it about webhooks' counters (their
@@ -37,6 +39,7 @@ class EventPages:
         self._recent.clear()
         self._blocks.clear()
         self._heads.clear()
+        self._summaries.clear()
 
     async def top_page(self, webhook_id: str) -> tuple[int, int] | None:
         """(lowest, highest) page the webhook may have events on; ``None``: none recorded."""
