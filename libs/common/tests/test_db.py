@@ -37,6 +37,7 @@ from hookbay_common.db.events import (
     record_batch,
 )
 from hookbay_common.db.events import bulk as bulk_module
+from hookbay_common.db.events.layout import page_id
 from hookbay_common.db.events.summaries import _heal_at, _summary
 from hookbay_common.errors import (
     DestinationAlreadyExists,
@@ -1066,19 +1067,27 @@ class TestTalliedSummaries:
         assert [(d["page"], d["total"]) for d in pages] == [(0, PAGE_SIZE), (1, heal_at + 1)]
 
     async def test_a_summary_it_wrote_is_not_read_again(self, db: Database) -> None:
-        """The recorder adds a batch's tally to the page summary it wrote last without reading
-        it back: one write, not a read and a write."""
+        """The recorder adds a batch's tally to the newest page summary it wrote without reading
+        it back: one write, not a read and a write. A status change on an older page (read, as
+        the recorder keeps only each webhook's newest) does not make it forget the newest."""
         events = EventRepository(db)
         webhook_id = new_id(IdPrefix.WEBHOOK)
-        made = [create_event(webhook_id=webhook_id) for _ in range(10)]
-        await events.upsert_many(made[:5])
+        made = [create_event(webhook_id=webhook_id) for _ in range(PAGE_SIZE + 20)]
+        await events.upsert_many(made[: PAGE_SIZE + 10])
         reads = _CountedReads(events._pages)
         events._pages = cast(Any, reads)
-        await events.upsert_many(made[5:])
-        await events.apply_attempts([create_attempt(e, status_code=200) for e in made[:3]])
-        assert reads.finds == 0
-        (page,) = await self._agrees_with_a_recount(db, events, webhook_id)
-        assert (page["total"], page["success"], page["pending"]) == (10, 3, 7)
+        await events.upsert_many(made[PAGE_SIZE + 10 :])
+        await events.apply_attempts([create_attempt(e, status_code=200) for e in made[-3:]])
+        assert reads.read == []
+        await events.apply_attempts([create_attempt(made[0], status_code=200)])
+        await events.upsert_many([create_event(webhook_id=webhook_id)])
+        assert reads.read == [page_id(webhook_id, 0)]
+        assert list(events._summaries) == [webhook_id]  # one summary a webhook: its newest
+        pages = await self._agrees_with_a_recount(db, events, webhook_id)
+        assert [(d["page"], d["total"], d["success"]) for d in pages] == [
+            (0, PAGE_SIZE, 1),
+            (1, 21, 3),
+        ]
 
     async def test_a_summary_changed_by_another_writer_is_read_again(self, db: Database) -> None:
         """A page summary another recorder changed since this one wrote it (partitions handed
@@ -1095,16 +1104,16 @@ class TestTalliedSummaries:
 
 
 class _CountedReads:
-    """A collection that counts its ``find_one`` calls and passes everything on to the real
-    one."""
+    """A collection that notes the ``_id`` each ``find_one`` asks for and passes everything on
+    to the real one."""
 
     def __init__(self, collection: Any) -> None:
         self._collection = collection
-        self.finds = 0
+        self.read: list[Any] = []
 
-    async def find_one(self, *args: Any, **kwargs: Any) -> Any:
-        self.finds += 1
-        return await self._collection.find_one(*args, **kwargs)
+    async def find_one(self, query: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        self.read.append(query.get("_id"))
+        return await self._collection.find_one(query, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._collection, name)

@@ -121,7 +121,9 @@ class PageBooks(EventPages):
         another writer changed meanwhile (a recorder taking over, retention's recount) is read
         and added to again."""
         key = page_id(webhook_id, page)
-        doc = self._summaries.pop(key, None)
+        doc = self._summaries.get(webhook_id)
+        if doc is not None and doc["page"] != page:
+            doc = None  # it remembers a newer page of the webhook
         while True:
             remembered = doc is not None
             if doc is None:
@@ -149,7 +151,8 @@ class PageBooks(EventPages):
         key = page_id(webhook_id, page)
         book = {"_id": book_id(webhook_id, page // BOOK_PAGES)}
         if not docs:
-            self._summaries.pop(key, None)
+            if self._summaries.get(webhook_id, {}).get("page") == page:
+                del self._summaries[webhook_id]
             await self._pages.delete_one({"_id": key})
             await self._books.update_one(book, {"$unset": {f"pages.{page}": ""}})
             return
@@ -164,11 +167,15 @@ class PageBooks(EventPages):
     ) -> bool:
         """Write a page's summary, then its book entry; with ``guard``, only if the stored
         summary still has those fields (False, nothing written, when it has not)."""
+        webhook_id, page = summary["webhook_id"], summary["page"]
         if guard is None:
             await self._pages.replace_one({"_id": key}, summary, upsert=True)
         elif not (await self._pages.replace_one({"_id": key, **guard}, summary)).matched_count:
+            self._summaries.pop(webhook_id, None)  # what it remembered of the page is outdated
             return False
-        _keep(self._summaries, key, {"_id": key, **summary}, SUMMARY_CACHE)
+        kept = self._summaries.get(webhook_id)
+        if kept is None or kept["page"] <= page:  # an older page's (a retry's status) is not kept
+            _keep(self._summaries, webhook_id, summary, SUMMARY_CACHE)
         book = {"_id": book_id(summary["webhook_id"], summary["page"] // BOOK_PAGES)}
         await self._books.update_one(
             book, {"$set": _book_entry(summary)}, upsert=True

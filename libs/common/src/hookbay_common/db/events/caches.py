@@ -23,11 +23,11 @@ and a key each, so a date range reads the one book it lands in instead of binary
 RECENT_CACHE: Final = 100_000
 """Webhooks whose counter's newest ids (``recent``) the repository remembers from its own
 writes, so keeping them up to date is one write, not a read and a write."""
-SUMMARY_CACHE: Final = 20_000
-"""Page summaries the repository remembers as it wrote them last (about 0.5 KiB each, ~10 MiB
-full), so adding a batch's tally to a summary is one conditional write, not a read and a write:
-a webhook writes to its top page, so 20,000 covers that many webhooks busy at once; a summary
-found outside it costs the read."""
+SUMMARY_CACHE: Final = 10_000
+"""Webhooks whose newest page summary the repository remembers as it wrote it last (about
+2 KiB each, ~20 MiB full), so adding a batch's tally to it is one conditional write, not a read
+and a write: new events land on a webhook's top page, so one summary a webhook is what the
+recorder adds to every interval; an older page's (a retry's status change) costs the read."""
 BLOCK_CACHE: Final = 100_000
 """Webhooks whose reserved block of positions (``seq``) the repository remembers."""
 

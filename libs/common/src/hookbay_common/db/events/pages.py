@@ -30,7 +30,7 @@ class EventPages:
         self._heads: OrderedDict[str, dict[str, Any]] = OrderedDict()
         """Event heads as this repository last wrote them (``_deliver``'s projection)."""
         self._summaries: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        """Page summaries as this repository last wrote them, by page id."""
+        """Each webhook's newest page summary as this repository last wrote it."""
 
     def forget_writes(self) -> None:
         """Forget what this repository's own writes taught it about webhooks' counters (their
