@@ -54,8 +54,8 @@ LINGER_MS: Final = 1
 """How long librdkafka waits for more messages to send in one request: 1 ms took the CPU per
 message from 24-31 µs (0 ms) to 7.5-9.6 µs, 32 senders awaiting acks=all (docs/benchmarks.md)."""
 RECONNECT_MAX_MS: Final = 1000
-"""librdkafka's longest wait between two connection attempts (its default, 10 s, kept ingest
-answering 503 for 4.65 s after the broker of the chaos suite's ``kafka-restart`` was back)."""
+"""librdkafka's longest wait between two connection attempts (its default is 10 s): a broker
+back is tried again within a second."""
 POLL_S: Final = 0.2
 """The poll thread's longest wait; it returns at once when a delivery is reported."""
 FLUSH_S: Final = 10.0

@@ -134,9 +134,7 @@ class PageBooks(EventPages):
             if not total.valid:
                 return False
             guard = {k: doc[k] for k in _GUARD} if remembered else None
-            if await self._write_summary(
-                key, total.summary(webhook_id, doc["username"], page), guard
-            ):
+            if await self._write_summary(total.summary(webhook_id, doc["username"], page), guard):
                 return True
             doc = None  # changed meanwhile: read it
 
@@ -160,14 +158,15 @@ class PageBooks(EventPages):
         for doc in docs:
             counted.add(doc["status"], doc["created_at"])
             counted.rejected += doc.get("rejected_reason") is not None
-        await self._write_summary(key, counted.summary(webhook_id, docs[0]["username"], page))
+        await self._write_summary(counted.summary(webhook_id, docs[0]["username"], page))
 
     async def _write_summary(
-        self, key: str, summary: dict[str, Any], guard: dict[str, Any] | None = None
+        self, summary: dict[str, Any], guard: dict[str, Any] | None = None
     ) -> bool:
         """Write a page's summary, then its book entry; with ``guard``, only if the stored
         summary still has those fields (False, nothing written, when it has not)."""
         webhook_id, page = summary["webhook_id"], summary["page"]
+        key = page_id(webhook_id, page)
         if guard is None:
             await self._pages.replace_one({"_id": key}, summary, upsert=True)
         elif not (await self._pages.replace_one({"_id": key, **guard}, summary)).matched_count:
